@@ -1,0 +1,42 @@
+/*
+ * Monotonic time and deadlines, in nanoseconds.
+ */
+#ifndef HIXL_CLOCK_H_
+#define HIXL_CLOCK_H_
+
+#include <stdint.h>
+#include <time.h>
+
+static inline uint64_t hixl_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Deadline for a timeout in ms; a negative timeout means "never". */
+static inline uint64_t hixl_deadline_ns(int64_t timeout_ms)
+{
+    if (timeout_ms < 0) {
+        return UINT64_MAX;
+    }
+    return hixl_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+}
+
+/* Milliseconds left until a deadline (0 when passed, -1 when never). */
+static inline int hixl_ms_left(uint64_t deadline_ns)
+{
+    uint64_t now;
+
+    if (deadline_ns == UINT64_MAX) {
+        return -1;
+    }
+    now = hixl_now_ns();
+    if (now >= deadline_ns) {
+        return 0;
+    }
+    return (int)((deadline_ns - now + 999999ull) / 1000000ull);
+}
+
+#endif

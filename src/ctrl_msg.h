@@ -1,0 +1,138 @@
+/*
+ * Control-channel messages: the handshake, memory tables, notifies and layer
+ * signals that engines exchange over their TCP control connection.
+ *
+ * Wire format, all integers little-endian:
+ *
+ *   header  u32 magic "HIXL" | u16 version | u16 type | u32 payload length
+ *   payload fixed fields of the type; strings and blobs are a u32 length
+ *           followed by that many bytes (no terminator)
+ *
+ * The decoder checks everything before anything is used: magic, version,
+ * type, payload length against CTRL_MAX_PAYLOAD, every field against the
+ * payload end, every string/blob against its own limit, and that the payload
+ * holds no trailing bytes.  Decoded strings and blobs point into the input
+ * buffer (no copies).  It is the target of test/fuzz_ctrl_msg.
+ */
+#ifndef HIXL_CTRL_MSG_H_
+#define HIXL_CTRL_MSG_H_
+
+#include <hixl/hixl.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CTRL_MAGIC        0x4c584948u   /* "HIXL" read as little-endian */
+#define CTRL_VERSION      1
+#define CTRL_HDR_LEN      12
+#define CTRL_MAX_NAME     255           /* engine and notify names */
+#define CTRL_MAX_REASON   1024
+#define CTRL_MAX_ADDR     (64 * 1024)   /* UCX worker address */
+#define CTRL_MAX_RKEY     (64 * 1024)   /* packed UCX remote key */
+#define CTRL_MAX_NOTIFY   (16 * 1024 * 1024)
+#define CTRL_MAX_PAYLOAD  (CTRL_MAX_NOTIFY + 4096)
+
+typedef enum ctrl_msg_type {
+    CTRL_HELLO = 1,   /* connector -> listener: who I am */
+    CTRL_HELLO_ACK,   /* listener -> connector: accepted or refused */
+    CTRL_MEM_ADD,     /* listener -> connector: a region and its rkey */
+    CTRL_MEM_DEL,     /* listener -> connector: a region is revoked */
+    CTRL_TABLE_END,   /* listener -> connector: initial table complete */
+    CTRL_SYNC,        /* either way: answer with SYNC_ACK once all before it
+                         is processed (table refresh, revoke barrier) */
+    CTRL_SYNC_ACK,
+    CTRL_NOTIFY,      /* either way: a named message */
+    CTRL_NOTIFY_ACK,  /* queued or refused */
+    CTRL_LAYER,       /* connector -> listener: stream/layer is visible */
+    CTRL_BYE,         /* either way: closing, with the reason */
+    CTRL_MSG_TYPE_LAST
+} ctrl_msg_type_t;
+
+typedef struct ctrl_bytes {
+    const uint8_t *ptr;
+    uint32_t       len;
+} ctrl_bytes_t;
+
+typedef struct ctrl_msg {
+    uint16_t type;
+    union {
+        struct {
+            ctrl_bytes_t name;         /* sender's engine name */
+            uint32_t     flags;
+            ctrl_bytes_t worker_addr;  /* sender's UCX worker address */
+        } hello;
+        struct {
+            uint32_t     status;       /* hixl_status_t */
+            ctrl_bytes_t name;         /* listener's engine name */
+            ctrl_bytes_t reason;       /* why, when refused */
+            ctrl_bytes_t worker_addr;
+        } hello_ack;
+        struct {
+            uint64_t     id;
+            uint64_t     addr;
+            uint64_t     len;
+            uint32_t     mem_type;
+            ctrl_bytes_t rkey;
+        } mem_add;
+        struct {
+            uint64_t id;
+            uint64_t addr;
+        } mem_del;
+        struct {
+            uint64_t token;            /* TABLE_END, SYNC, SYNC_ACK */
+        } sync;
+        struct {
+            uint64_t     seq;
+            uint32_t     flags;
+            ctrl_bytes_t name;
+            ctrl_bytes_t msg;
+        } notify;
+        struct {
+            uint64_t seq;
+            uint32_t status;
+        } notify_ack;
+        struct {
+            uint32_t stream;
+            uint32_t layer;
+            uint64_t gen;
+        } layer;
+        struct {
+            uint32_t     status;
+            ctrl_bytes_t reason;
+        } bye;
+    } u;
+} ctrl_msg_t;
+
+typedef enum ctrl_decode_result {
+    CTRL_DECODE_OK,
+    CTRL_DECODE_NEED_MORE,   /* a message has started but is incomplete */
+    CTRL_DECODE_ERROR        /* malformed: the connection must be dropped */
+} ctrl_decode_result_t;
+
+/* Growable output buffer. */
+typedef struct ctrl_buf {
+    uint8_t *data;
+    size_t   len;
+    size_t   cap;
+} ctrl_buf_t;
+
+/* Decode the message at the start of buf.  On OK, *consumed is its length.
+ * On ERROR, err (errlen bytes) says what is wrong. */
+ctrl_decode_result_t ctrl_msg_decode(const uint8_t *buf, size_t len,
+                                     ctrl_msg_t *msg, size_t *consumed,
+                                     char *err, size_t errlen);
+
+/* Append the encoding of msg to out.  RESOURCE_EXHAUSTED when out of memory,
+ * PARAM_INVALID when a field exceeds its limit. */
+hixl_status_t ctrl_msg_encode(ctrl_buf_t *out, const ctrl_msg_t *msg);
+
+const char *ctrl_msg_type_name(uint16_t type);
+
+void ctrl_buf_cleanup(ctrl_buf_t *buf);
+
+static inline ctrl_bytes_t ctrl_bytes(const void *ptr, size_t len)
+{
+    ctrl_bytes_t b = {(const uint8_t*)ptr, (uint32_t)len};
+    return b;
+}
+
+#endif

@@ -1,0 +1,59 @@
+/*
+ * The engine option table: every key hixl defines plus the hixl.* keys of
+ * this library, each with its HIXL_* environment twin, default, range and
+ * meaning, in one table (options.c).  Precedence: default < environment <
+ * option passed to hixl_initialize().
+ */
+#ifndef HIXL_OPTIONS_H_
+#define HIXL_OPTIONS_H_
+
+#include <hixl/hixl.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum hixl_opt_source {
+    HIXL_OPT_DEFAULT,
+    HIXL_OPT_ENV,
+    HIXL_OPT_OPTION
+} hixl_opt_source_t;
+
+/* Parsed values; one field per table row. */
+typedef struct hixl_opts {
+    /* hixl's own keys */
+    uint32_t buffer_pool_count;      /* BufferPool "count:MiB" */
+    uint32_t buffer_pool_mib;
+    int32_t  rdma_traffic_class;     /* -1: leave UCX's default */
+    int32_t  rdma_service_level;     /* -1: leave UCX's default */
+    int32_t  auto_connect;           /* AutoConnect */
+    /* hixl.* keys */
+    int32_t  progress_thread;
+    int32_t  progress_spin_us;
+    int32_t  listen_ephemeral;
+    int32_t  connect_timeout_ms;
+    int32_t  transfer_timeout_ms;
+    uint32_t max_requests;
+    uint32_t notify_queue_depth;
+    uint32_t max_notify_size;
+    uint32_t max_remote_regions;
+    uint32_t max_streams;
+    uint32_t max_layers;
+    int32_t  log_level;
+    int32_t  require_peer_errors;
+} hixl_opts_t;
+
+/* Number of rows in the table (for iteration by hixl_config_print). */
+size_t hixl_opts_count(void);
+
+/*
+ * Fill *opts from defaults, then the environment, then options[].  On error
+ * returns PARAM_INVALID with a message naming the key, value and range.
+ * sources (may be NULL) receives where each row's value came from and
+ * values (may be NULL) the text of each row's value; both have
+ * hixl_opts_count() entries, values point into options[] / environ / the
+ * table, valid as long as those are.
+ */
+hixl_status_t hixl_opts_load(hixl_opts_t *opts, const hixl_option_t *options,
+                             size_t num_options, hixl_opt_source_t *sources,
+                             const char **values);
+
+#endif

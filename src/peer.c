@@ -1,0 +1,355 @@
+/*
+ * Peer table and per-peer remote region tables.
+ */
+#include "config.h"
+#include "peer.h"
+#include "log.h"
+
+#include <ucs/config/global_opts.h>
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+hixl_peer_t *hixl_peer_create(hixl_engine_t *engine, int fd, int outgoing)
+{
+    hixl_peer_t *peer = calloc(1, sizeof(*peer));
+
+    if (peer == NULL) {
+        return NULL;
+    }
+    peer->engine   = engine;
+    peer->outgoing = outgoing;
+    peer->state    = HIXL_PEER_HANDSHAKE;
+    peer->serial   = ++engine->next_peer_serial;
+    atomic_init(&peer->refcount, 1);
+    atomic_init(&peer->ep_error, 0);
+    atomic_init(&peer->inflight, 0);
+    ctrl_conn_init(&peer->conn, fd);
+    return peer;
+}
+
+hixl_status_t hixl_peer_add(hixl_engine_t *engine, hixl_peer_t *peer)
+{
+    hixl_status_t status;
+
+    status = ctrl_conn_watch(&peer->conn, engine->epfd,
+                             HIXL_POLL_DATA(HIXL_POLL_PEER, peer->serial));
+    if (status != HIXL_SUCCESS) {
+        return status;
+    }
+    peer->next    = engine->peers;
+    engine->peers = peer;
+    return HIXL_SUCCESS;
+}
+
+void hixl_peer_retain(hixl_peer_t *peer)
+{
+    atomic_fetch_add(&peer->refcount, 1);
+}
+
+static void hixl_peer_free_rkeys(hixl_peer_t *peer)
+{
+    hixl_rregion_t *rr;
+    size_t i;
+
+    for (i = 0; i < peer->rtab.count; ++i) {
+        rr = (hixl_rregion_t*)peer->rtab.items[i];
+        ucp_rkey_destroy(rr->rkey);
+        free(rr);
+    }
+    hixl_range_index_cleanup(&peer->rtab);
+    peer->rtab_count = 0;
+    while (peer->dead != NULL) {
+        rr         = peer->dead;
+        peer->dead = rr->next_dead;
+        ucp_rkey_destroy(rr->rkey);
+        free(rr);
+    }
+}
+
+void hixl_peer_release(hixl_peer_t *peer)
+{
+    if (atomic_fetch_sub(&peer->refcount, 1) != 1) {
+        return;
+    }
+    /* closed before its last reference went: nothing of UCX is left */
+    ctrl_conn_cleanup(&peer->conn);
+    free(peer);
+}
+
+static void hixl_peer_unlink(hixl_engine_t *engine, hixl_peer_t *peer)
+{
+    hixl_peer_t **pp;
+
+    for (pp = &engine->peers; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == peer) {
+            *pp = peer->next;
+            return;
+        }
+    }
+}
+
+void hixl_peer_close(hixl_engine_t *engine, hixl_peer_t *peer,
+                     hixl_status_t status, const char *fmt, ...)
+{
+    hixl_notify_waiter_t *w;
+    ctrl_msg_t bye;
+    ucs_status_ptr_t sp;
+    ucp_request_param_t param;
+    va_list ap;
+
+    if (peer->state == HIXL_PEER_CLOSED) {
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(peer->close_reason, sizeof(peer->close_reason), fmt, ap);
+    va_end(ap);
+    peer->close_status = status;
+    peer->state        = HIXL_PEER_CLOSED;
+    hixl_log_info("peer %s (%s): closed: %s", peer->name[0] ? peer->name :
+                  "(handshake)", peer->outgoing ? "outgoing" : "accepted",
+                  peer->close_reason);
+
+    /* Tell the peer why, best effort: the socket closes right after. */
+    memset(&bye, 0, sizeof(bye));
+    bye.type            = CTRL_BYE;
+    bye.u.bye.status    = (uint32_t)status;
+    bye.u.bye.reason    = ctrl_bytes(peer->close_reason,
+                                     strlen(peer->close_reason));
+    ctrl_conn_send(&peer->conn, &bye);
+    ctrl_conn_close(&peer->conn);
+
+    /* Forced close cancels what is in flight: flush callbacks run with an
+     * error (now or from a later progress call) and fail their requests.
+     * rkeys go after the endpoint so that no cancelled operation can still
+     * reference one. */
+    if (peer->ep != NULL) {
+        memset(&param, 0, sizeof(param));
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
+        sp = ucp_ep_close_nbx(peer->ep, &param);
+        if (UCS_PTR_IS_PTR(sp)) {
+            ucp_request_free(sp);
+        }
+        peer->ep = NULL;
+    }
+    hixl_peer_free_rkeys(peer);
+
+    for (w = peer->notify_waiters; w != NULL; w = w->next) {
+        w->done   = 1;
+        w->status = HIXL_NOTIFY_FAILED;
+    }
+    peer->notify_waiters = NULL;
+    hixl_xfer_peer_closed(engine, peer);
+
+    hixl_peer_unlink(engine, peer);
+    pthread_cond_broadcast(&engine->cond);
+    hixl_peer_release(peer);
+}
+
+void hixl_peer_reap_errors(hixl_engine_t *engine)
+{
+    hixl_peer_t *peer, *next;
+    int err;
+
+    for (peer = engine->peers; peer != NULL; peer = next) {
+        next = peer->next;
+        err  = atomic_load(&peer->ep_error);
+        if (err != 0) {
+            hixl_peer_close(engine, peer, HIXL_FAILED, "transport error "
+                            "from UCX: %s", ucs_status_string(err));
+        }
+    }
+}
+
+hixl_peer_t *hixl_peer_find(hixl_engine_t *engine, const char *remote,
+                            int outgoing)
+{
+    hixl_peer_t *peer, *found = NULL;
+    hixl_name_t canon;
+    int pass;
+
+    /* First pass by the spelling the call used; only on a miss pay for
+     * parsing it into canonical form. */
+    for (pass = 0; pass < 2; ++pass) {
+        if (pass == 1) {
+            if (hixl_name_parse(remote, &canon) != HIXL_SUCCESS) {
+                return NULL;
+            }
+            remote = canon.canon;
+        }
+        for (peer = engine->peers; peer != NULL; peer = peer->next) {
+            if ((peer->state == HIXL_PEER_CLOSED) ||
+                ((outgoing >= 0) && (peer->outgoing != outgoing))) {
+                continue;
+            }
+            if (strcmp(peer->alias, remote) && strcmp(peer->name, remote)) {
+                continue;
+            }
+            if (peer->outgoing || (outgoing == 0)) {
+                return peer;
+            }
+            found = peer;   /* accepted; keep looking for an outgoing one */
+        }
+        if (found != NULL) {
+            return found;
+        }
+    }
+    return NULL;
+}
+
+hixl_status_t hixl_peer_region_add(hixl_peer_t *peer, const ctrl_msg_t *msg,
+                                   uint32_t max_regions)
+{
+    uint64_t addr = msg->u.mem_add.addr, len = msg->u.mem_add.len;
+    hixl_rregion_t *rr;
+    hixl_status_t status;
+    ucs_status_t ustatus;
+
+    if (!peer->outgoing || (peer->ep == NULL)) {
+        return hixl_error(HIXL_FAILED, "MEM_ADD on a connection it does not "
+                          "belong to");
+    }
+    if ((len == 0) || (addr + len < addr)) {
+        return hixl_error(HIXL_FAILED, "MEM_ADD of a bad range [0x%" PRIx64
+                          ", +%" PRIu64 ")", addr, len);
+    }
+    if (peer->rtab_count >= max_regions) {
+        return hixl_error(HIXL_FAILED, "peer announced more than %u regions "
+                          "(option hixl.MaxRemoteRegions)", max_regions);
+    }
+    if (hixl_range_overlap(&peer->rtab, addr, len) != NULL) {
+        return hixl_error(HIXL_FAILED, "MEM_ADD [0x%" PRIx64 ", +%" PRIu64 ") "
+                          "overlaps a region it announced before", addr, len);
+    }
+    rr = calloc(1, sizeof(*rr));
+    if (rr == NULL) {
+        return hixl_error(HIXL_FAILED, "out of memory for a remote region");
+    }
+    rr->range.addr = addr;
+    rr->range.len  = len;
+    rr->id         = msg->u.mem_add.id;
+    rr->mem_type   = msg->u.mem_add.mem_type;
+    ustatus = ucp_ep_rkey_unpack(peer->ep, msg->u.mem_add.rkey.ptr, &rr->rkey);
+    if (ustatus != UCS_OK) {
+        free(rr);
+        return hixl_error(HIXL_FAILED, "cannot unpack the remote key of "
+                          "region [0x%" PRIx64 ", +%" PRIu64 "): %s", addr,
+                          len, ucs_status_string(ustatus));
+    }
+    status = hixl_range_insert(&peer->rtab, &rr->range);
+    if (status != HIXL_SUCCESS) {
+        ucp_rkey_destroy(rr->rkey);
+        free(rr);
+        return status;
+    }
+    peer->rtab_count++;
+    return HIXL_SUCCESS;
+}
+
+hixl_status_t hixl_peer_region_del(hixl_peer_t *peer, uint64_t id,
+                                   uint64_t addr)
+{
+    size_t i = hixl_range_floor(&peer->rtab, addr);
+    hixl_rregion_t *rr;
+
+    if ((i == peer->rtab.count) || (peer->rtab.items[i]->addr != addr) ||
+        (((hixl_rregion_t*)peer->rtab.items[i])->id != id)) {
+        return hixl_error(HIXL_FAILED, "MEM_DEL of region 0x%" PRIx64 " at "
+                          "0x%" PRIx64 " it never announced", id, addr);
+    }
+    rr = (hixl_rregion_t*)peer->rtab.items[i];
+    hixl_range_remove(&peer->rtab, &rr->range);
+    peer->rtab_count--;
+    rr->next_dead = peer->dead;
+    peer->dead    = rr;
+    hixl_peer_reap_dead_regions(peer);
+    return HIXL_SUCCESS;
+}
+
+void hixl_peer_reap_dead_regions(hixl_peer_t *peer)
+{
+    hixl_rregion_t *rr;
+
+    if (atomic_load(&peer->inflight) != 0) {
+        return;
+    }
+    while (peer->dead != NULL) {
+        rr         = peer->dead;
+        peer->dead = rr->next_dead;
+        ucp_rkey_destroy(rr->rkey);
+        free(rr);
+    }
+}
+
+static void hixl_peer_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    hixl_peer_t *peer = arg;
+
+    /* UCX's lock is held here: only flag it; the progress engine closes the
+     * peer under engine->lock (hixl_peer_reap_errors). */
+    hixl_log_warn("peer %s: UCX endpoint error: %s", peer->name,
+                  ucs_status_string(status));
+    atomic_store(&peer->ep_error, (int)status);
+    atomic_store(&peer->engine->peer_errors, 1);
+}
+
+/* The first attempt may fail only because no transport handles peer
+ * failure; UCX logs that as an ERROR although we recover from it, so keep
+ * UCX quiet for that one call unless asked to require peer errors. */
+static ucs_status_t hixl_peer_ep_create_quiet(hixl_engine_t *engine,
+                                              const ucp_ep_params_t *params,
+                                              ucp_ep_h *ep_p)
+{
+    ucs_log_level_t saved = ucs_global_opts.log_component.log_level;
+    ucs_status_t ustatus;
+
+    if (!engine->opts.require_peer_errors && (saved < UCS_LOG_LEVEL_DEBUG)) {
+        ucs_global_opts.log_component.log_level = UCS_LOG_LEVEL_FATAL;
+    }
+    ustatus = ucp_ep_create(engine->ucp_worker, params, ep_p);
+    ucs_global_opts.log_component.log_level = saved;
+    return ustatus;
+}
+
+hixl_status_t hixl_peer_create_ep(hixl_engine_t *engine, hixl_peer_t *peer,
+                                  const ctrl_bytes_t *worker_addr)
+{
+    ucp_ep_params_t params;
+    ucs_status_t ustatus;
+
+    if (worker_addr->len == 0) {
+        return hixl_error(HIXL_FAILED, "peer sent an empty worker address");
+    }
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                        UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                        UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    params.address         = (const ucp_address_t*)worker_addr->ptr;
+    params.err_mode        = UCP_ERR_HANDLING_MODE_PEER;
+    params.err_handler.cb  = hixl_peer_ep_error_cb;
+    params.err_handler.arg = peer;
+    ustatus = hixl_peer_ep_create_quiet(engine, &params, &peer->ep);
+    if ((ustatus == UCS_ERR_UNREACHABLE) && !engine->opts.require_peer_errors) {
+        /* Some transports cannot report peer failure (UCX 1.13's shared
+         * memory: "no peer failure handler").  The control connection still
+         * detects a dead peer and closes the endpoint, so use them without
+         * UCX's error mode rather than not at all. */
+        hixl_log_info("%s: no transport with peer failure handling reaches "
+                      "it; using UCX error mode none (peer failure is "
+                      "detected on the control connection)", peer->name);
+        params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+        ustatus = ucp_ep_create(engine->ucp_worker, &params, &peer->ep);
+    }
+    if (ustatus != UCS_OK) {
+        peer->ep = NULL;
+        return hixl_error(HIXL_FAILED, "cannot create a UCX endpoint to %s: "
+                          "%s (UCX_TLS=%s)", peer->name,
+                          ucs_status_string(ustatus),
+                          getenv("UCX_TLS") ? getenv("UCX_TLS") : "default");
+    }
+    return HIXL_SUCCESS;
+}
