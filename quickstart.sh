@@ -1,0 +1,61 @@
+#!/bin/sh
+# libhixl-ucx quick start, for a fresh Debian 12 machine (run as root, or as
+# a user when the packages below are already installed).
+#
+#   ./quickstart.sh demo [pd_pipeline options]   set up, build, run the
+#                                                prefill->decode demo
+#   ./quickstart.sh test                         set up, build, run the tests
+#
+# Set-up installs only the Debian packages that are missing.
+set -eu
+
+cd "$(dirname "$0")"
+what=${1:-}
+[ $# -gt 0 ] && shift
+
+case "$what" in
+    demo|test) ;;
+    *) echo "usage: $0 demo [pd_pipeline options] | test" >&2; exit 2 ;;
+esac
+
+packages="build-essential autoconf automake libtool pkg-config libucx-dev \
+ucx-utils check libsubunit-dev libssl-dev"
+
+missing=""
+for p in $packages; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+        missing="$missing $p"
+    fi
+done
+if [ -n "$missing" ]; then
+    if [ "$(id -u)" != 0 ]; then
+        echo "quickstart: missing Debian packages:$missing (run as root to install them)" >&2
+        exit 1
+    fi
+    echo "quickstart: installing$missing"
+    apt-get update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $missing
+fi
+
+[ -x configure ] || ./autogen.sh
+# Build in build/ unless this tree was configured in place already.
+if [ -f config.status ]; then
+    build=.
+else
+    build=build
+    mkdir -p "$build"
+    [ -f "$build/Makefile" ] || (cd "$build" && ../configure)
+fi
+make -C "$build" -j"$(nproc)"
+
+case "$what" in
+    demo)
+        exec "$build/bench/pd_pipeline" "$@"
+        ;;
+    test)
+        if ! make -C "$build" -j"$(nproc)" check; then
+            cat "$build/test/test-suite.log" 2>/dev/null || true
+            exit 1
+        fi
+        ;;
+esac

@@ -18,6 +18,7 @@
  */
 #include "config.h"
 #include "peer.h"
+#include "auth.h"
 #include "clock.h"
 #include "log.h"
 
@@ -111,15 +112,83 @@ static int hixl_refuse_hello(hixl_engine_t *engine, hixl_peer_t *peer,
     return 1;
 }
 
+/* Everything after the connector is known (and authenticated, when the
+ * engine has a secret): take its name, answer, send the table. */
+static int hixl_handshake_accept(hixl_engine_t *engine, hixl_peer_t *peer)
+{
+    uint8_t proof[HIXL_AUTH_MAC_LEN];
+    char reason[512];
+    hixl_peer_t *old;
+    ctrl_msg_t ack;
+
+    old = hixl_peer_find(engine, peer->claimed, 0);
+    if ((old != NULL) && (old != peer)) {
+        if (hixl_conn_alive(old)) {
+            snprintf(reason, sizeof(reason), "an engine named %s is already "
+                     "connected to %s (engine names must be unique)",
+                     peer->claimed, engine->name.canon);
+            return hixl_refuse_hello(engine, peer, HIXL_ALREADY_CONNECTED,
+                                     reason);
+        }
+        hixl_peer_close(engine, old, HIXL_FAILED, "replaced by a new "
+                        "connection from the same engine name");
+    }
+
+    snprintf(peer->name, sizeof(peer->name), "%s", peer->claimed);
+    snprintf(peer->alias, sizeof(peer->alias), "%s", peer->claimed);
+    if (hixl_layer_peer_ready(engine, peer, peer->claimed_instance) !=
+        HIXL_SUCCESS) {
+        return hixl_refuse_hello(engine, peer, HIXL_RESOURCE_EXHAUSTED,
+                                 hixl_error_message());
+    }
+    peer->state = HIXL_PEER_READY;
+
+    memset(&ack, 0, sizeof(ack));
+    ack.type                    = CTRL_HELLO_ACK;
+    ack.u.hello_ack.status      = HIXL_SUCCESS;
+    ack.u.hello_ack.name        = ctrl_bytes(engine->name.canon,
+                                             strlen(engine->name.canon));
+    ack.u.hello_ack.worker_addr = ctrl_bytes(engine->worker_addr,
+                                             engine->worker_addr_len);
+    ack.u.hello_ack.host        = ctrl_bytes(engine->host_id,
+                                             strlen(engine->host_id));
+    ack.u.hello_ack.max_streams = engine->opts.max_streams;
+    ack.u.hello_ack.max_layers  = engine->opts.max_layers;
+    if (peer->auth_state == HIXL_AUTH_DONE) {
+        if (hixl_auth_mac(engine->opts.secret, "listener",
+                          peer->nonce_remote, peer->nonce_local,
+                          engine->name.canon, peer->name, proof) !=
+            HIXL_SUCCESS) {
+            hixl_peer_close(engine, peer, HIXL_FAILED, "%s",
+                            hixl_error_message());
+            return 1;
+        }
+        ack.u.hello_ack.proof = ctrl_bytes(proof, sizeof(proof));
+    }
+    if ((ctrl_conn_send(&peer->conn, &ack) != HIXL_SUCCESS) ||
+        (hixl_mem_announce(engine, peer) != HIXL_SUCCESS)) {
+        hixl_peer_close(engine, peer, HIXL_FAILED, "handshake: %s",
+                        hixl_error_message());
+        return 1;
+    }
+    memset(&ack, 0, sizeof(ack));
+    ack.type = CTRL_TABLE_END;
+    ctrl_conn_send(&peer->conn, &ack);
+    hixl_log_info("accepted %s%s", peer->name,
+                  (peer->auth_state == HIXL_AUTH_DONE) ? " (authenticated)" :
+                  "");
+    return 0;
+}
+
 int hixl_handshake_hello(hixl_engine_t *engine, hixl_peer_t *peer,
                          const ctrl_msg_t *msg)
 {
     char text[CTRL_MAX_NAME + 1], reason[512];
-    hixl_peer_t *old;
     hixl_name_t name;
-    ctrl_msg_t ack;
+    ctrl_msg_t challenge;
 
-    if (peer->outgoing || (peer->state != HIXL_PEER_HANDSHAKE)) {
+    if (peer->outgoing || (peer->state != HIXL_PEER_HANDSHAKE) ||
+        (peer->claimed[0] != '\0')) {
         hixl_peer_close(engine, peer, HIXL_FAILED, "protocol error: HELLO "
                         "out of order");
         return 1;
@@ -132,40 +201,114 @@ int hixl_handshake_hello(hixl_engine_t *engine, hixl_peer_t *peer,
                  hixl_error_message());
         return hixl_refuse_hello(engine, peer, HIXL_PARAM_INVALID, reason);
     }
-    old = hixl_peer_find(engine, name.canon, 0);
-    if ((old != NULL) && (old != peer)) {
-        if (hixl_conn_alive(old)) {
-            snprintf(reason, sizeof(reason), "an engine named %s is already "
-                     "connected to %s (engine names must be unique)",
-                     name.canon, engine->name.canon);
-            return hixl_refuse_hello(engine, peer, HIXL_ALREADY_CONNECTED,
-                                     reason);
-        }
-        hixl_peer_close(engine, old, HIXL_FAILED, "replaced by a new "
-                        "connection from the same engine name");
+    snprintf(peer->claimed, sizeof(peer->claimed), "%s", name.canon);
+    peer->claimed_instance = msg->u.hello.instance;
+    if (engine->opts.secret[0] == '\0') {
+        return hixl_handshake_accept(engine, peer);
     }
 
-    snprintf(peer->name, sizeof(peer->name), "%s", name.canon);
-    snprintf(peer->alias, sizeof(peer->alias), "%s", name.canon);
-    peer->state = HIXL_PEER_READY;
+    /* Nothing that grants access leaves before the peer proves the secret */
+    if (msg->u.hello.nonce.len != HIXL_AUTH_NONCE_LEN) {
+        return hixl_refuse_hello(engine, peer, HIXL_FAILED, "authentication "
+                                 "required: this engine has hixl.Secret set "
+                                 "and the connecting engine has not");
+    }
+    memcpy(peer->nonce_remote, msg->u.hello.nonce.ptr, HIXL_AUTH_NONCE_LEN);
+    if (hixl_auth_nonce(peer->nonce_local) != HIXL_SUCCESS) {
+        return hixl_refuse_hello(engine, peer, HIXL_FAILED,
+                                 hixl_error_message());
+    }
+    memset(&challenge, 0, sizeof(challenge));
+    challenge.type        = CTRL_AUTH_CHALLENGE;
+    challenge.u.auth.data = ctrl_bytes(peer->nonce_local, HIXL_AUTH_NONCE_LEN);
+    peer->auth_state      = HIXL_AUTH_CHALLENGED;
+    ctrl_conn_send(&peer->conn, &challenge);
+    return 0;
+}
 
-    memset(&ack, 0, sizeof(ack));
-    ack.type                    = CTRL_HELLO_ACK;
-    ack.u.hello_ack.status      = HIXL_SUCCESS;
-    ack.u.hello_ack.name        = ctrl_bytes(engine->name.canon,
-                                             strlen(engine->name.canon));
-    ack.u.hello_ack.worker_addr = ctrl_bytes(engine->worker_addr,
-                                             engine->worker_addr_len);
-    if ((ctrl_conn_send(&peer->conn, &ack) != HIXL_SUCCESS) ||
-        (hixl_mem_announce(engine, peer) != HIXL_SUCCESS)) {
-        hixl_peer_close(engine, peer, HIXL_FAILED, "handshake: %s",
+int hixl_handshake_auth(hixl_engine_t *engine, hixl_peer_t *peer,
+                        const ctrl_msg_t *msg)
+{
+    const ctrl_bytes_t *data = &msg->u.auth.data;
+    uint8_t mac[HIXL_AUTH_MAC_LEN];
+    ctrl_msg_t response;
+
+    if (msg->type == CTRL_AUTH_RESPONSE) {
+        /* listener: check the connector's proof */
+        if (peer->outgoing || (peer->auth_state != HIXL_AUTH_CHALLENGED)) {
+            hixl_peer_close(engine, peer, HIXL_FAILED, "protocol error: "
+                            "AUTH_RESPONSE out of order");
+            return 1;
+        }
+        if ((hixl_auth_mac(engine->opts.secret, "connector",
+                           peer->nonce_local, peer->nonce_remote,
+                           peer->claimed, engine->name.canon, mac) !=
+             HIXL_SUCCESS) || !hixl_auth_mac_ok(data->ptr, data->len, mac)) {
+            hixl_log_warn("%s failed to authenticate (wrong hixl.Secret)",
+                          peer->claimed);
+            return hixl_refuse_hello(engine, peer, HIXL_FAILED,
+                                     "authentication failed: the engines' "
+                                     "hixl.Secret values differ");
+        }
+        peer->auth_state = HIXL_AUTH_DONE;
+        return hixl_handshake_accept(engine, peer);
+    }
+
+    /* connector: answer the listener's challenge */
+    if (!peer->outgoing || (peer->state != HIXL_PEER_HANDSHAKE) ||
+        (peer->auth_state != HIXL_AUTH_NONE) ||
+        (data->len != HIXL_AUTH_NONCE_LEN)) {
+        hixl_peer_close(engine, peer, HIXL_FAILED, "protocol error: "
+                        "AUTH_CHALLENGE out of order or malformed");
+        return 1;
+    }
+    if (engine->opts.secret[0] == '\0') {
+        hixl_peer_close(engine, peer, HIXL_FAILED, "%s requires "
+                        "authentication: set hixl.Secret (HIXL_SECRET) to its "
+                        "shared secret", peer->name);
+        return 1;
+    }
+    memcpy(peer->nonce_remote, data->ptr, HIXL_AUTH_NONCE_LEN);
+    if (hixl_auth_mac(engine->opts.secret, "connector", peer->nonce_remote,
+                      peer->nonce_local, engine->name.canon, peer->name,
+                      mac) != HIXL_SUCCESS) {
+        hixl_peer_close(engine, peer, HIXL_FAILED, "%s",
                         hixl_error_message());
         return 1;
     }
-    memset(&ack, 0, sizeof(ack));
-    ack.type = CTRL_TABLE_END;
-    ctrl_conn_send(&peer->conn, &ack);
-    hixl_log_info("accepted %s", peer->name);
+    memset(&response, 0, sizeof(response));
+    response.type        = CTRL_AUTH_RESPONSE;
+    response.u.auth.data = ctrl_bytes(mac, sizeof(mac));
+    peer->auth_state     = HIXL_AUTH_CHALLENGED;
+    ctrl_conn_send(&peer->conn, &response);
+    return 0;
+}
+
+/* Connector: with a secret, the listener must have proven it too. */
+static int hixl_handshake_check_proof(hixl_engine_t *engine,
+                                      hixl_peer_t *peer, const ctrl_msg_t *msg)
+{
+    uint8_t want[HIXL_AUTH_MAC_LEN];
+
+    if (engine->opts.secret[0] == '\0') {
+        return 0;
+    }
+    if (peer->auth_state != HIXL_AUTH_CHALLENGED) {
+        hixl_peer_close(engine, peer, HIXL_FAILED, "%s accepted without "
+                        "authenticating (is hixl.Secret set there?); refusing "
+                        "it", peer->name);
+        return 1;
+    }
+    if ((hixl_auth_mac(engine->opts.secret, "listener", peer->nonce_local,
+                       peer->nonce_remote, peer->name, engine->name.canon,
+                       want) != HIXL_SUCCESS) ||
+        !hixl_auth_mac_ok(msg->u.hello_ack.proof.ptr,
+                          msg->u.hello_ack.proof.len, want)) {
+        hixl_peer_close(engine, peer, HIXL_FAILED, "%s failed to prove the "
+                        "shared secret; refusing it", peer->name);
+        return 1;
+    }
+    peer->auth_state = HIXL_AUTH_DONE;
     return 0;
 }
 
@@ -189,11 +332,19 @@ int hixl_handshake_ack(hixl_engine_t *engine, hixl_peer_t *peer,
                         (const char*)msg->u.hello_ack.reason.ptr);
         return 1;
     }
+    if (hixl_handshake_check_proof(engine, peer, msg) != 0) {
+        return 1;
+    }
     if ((name->len != strlen(peer->name)) ||
         memcmp(name->ptr, peer->name, name->len)) {
         hixl_log_warn("connected to %s, which calls itself %.*s", peer->name,
                       (int)name->len, (const char*)name->ptr);
     }
+    peer->remote_max_streams = msg->u.hello_ack.max_streams;
+    peer->remote_max_layers  = msg->u.hello_ack.max_layers;
+    peer->same_host = (msg->u.hello_ack.host.len == strlen(engine->host_id)) &&
+                      !memcmp(msg->u.hello_ack.host.ptr, engine->host_id,
+                              msg->u.hello_ack.host.len);
     if (hixl_peer_create_ep(engine, peer, &msg->u.hello_ack.worker_addr) !=
         HIXL_SUCCESS) {
         hixl_peer_close(engine, peer, HIXL_FAILED, "%s", hixl_error_message());
@@ -207,6 +358,54 @@ int hixl_handshake_ack(hixl_engine_t *engine, hixl_peer_t *peer,
 static int hixl_handshake_over(void *arg)
 {
     return ((hixl_peer_t*)arg)->state != HIXL_PEER_HANDSHAKE;
+}
+
+static int hixl_request_done(void *arg)
+{
+    return ucp_request_check_status(arg) != UCS_INPROGRESS;
+}
+
+/* Flush the new endpoint: it completes once UCX has finished wiring up
+ * its lanes with the peer, so transfers start on a connected endpoint and a
+ * peer that dies meets an idle endpoint, not a wire-up in progress (UCX
+ * 1.13 asserts on some wire-up messages from a vanished peer). */
+static hixl_status_t hixl_connect_wire_up(hixl_engine_t *engine,
+                                          hixl_peer_t *peer,
+                                          uint64_t deadline)
+{
+    ucp_request_param_t param;
+    ucs_status_ptr_t sp;
+    ucs_status_t ustatus;
+
+    memset(&param, 0, sizeof(param));
+    sp = ucp_ep_flush_nbx(peer->ep, &param);
+    if (sp == NULL) {
+        return HIXL_SUCCESS;
+    }
+    if (UCS_PTR_IS_ERR(sp)) {
+        ustatus = UCS_PTR_STATUS(sp);
+        goto failed;
+    }
+    atomic_fetch_add(&engine->busy, 1);
+    hixl_progress_kick(engine);
+    hixl_engine_wait(engine, deadline, hixl_request_done, sp);
+    atomic_fetch_sub(&engine->busy, 1);
+    ustatus = ucp_request_check_status(sp);
+    ucp_request_free(sp);
+    if (ustatus == UCS_OK) {
+        return HIXL_SUCCESS;
+    }
+    if (ustatus == UCS_INPROGRESS) {
+        hixl_peer_close(engine, peer, HIXL_TIMEOUT, "UCX wire-up did not "
+                        "finish in time");
+        return hixl_error(HIXL_TIMEOUT, "connect to %s: UCX wire-up did not "
+                          "finish within the timeout", peer->name);
+    }
+failed:
+    hixl_peer_close(engine, peer, HIXL_FAILED, "UCX wire-up failed: %s",
+                    ucs_status_string(ustatus));
+    return hixl_error(HIXL_FAILED, "connect to %s: UCX wire-up failed: %s",
+                      peer->name, ucs_status_string(ustatus));
 }
 
 hixl_status_t hixl_connect_locked(hixl_engine_t *engine, const char *remote,
@@ -261,7 +460,19 @@ hixl_status_t hixl_connect_locked(hixl_engine_t *engine, const char *remote,
     hello.type                = CTRL_HELLO;
     hello.u.hello.name        = ctrl_bytes(engine->name.canon,
                                            strlen(engine->name.canon));
+    hello.u.hello.instance    = engine->instance;
+    hello.u.hello.host        = ctrl_bytes(engine->host_id,
+                                           strlen(engine->host_id));
     hello.u.hello.flags       = engine->listening ? HIXL_HELLO_FLAG_LISTENING : 0;
+    if (engine->opts.secret[0] != '\0') {
+        status = hixl_auth_nonce(peer->nonce_local);
+        if (status != HIXL_SUCCESS) {
+            hixl_peer_release(peer);
+            return status;
+        }
+        hello.u.hello.nonce = ctrl_bytes(peer->nonce_local,
+                                         HIXL_AUTH_NONCE_LEN);
+    }
     hello.u.hello.worker_addr = ctrl_bytes(engine->worker_addr,
                                            engine->worker_addr_len);
     status = ctrl_conn_send(&peer->conn, &hello);
@@ -277,9 +488,11 @@ hixl_status_t hixl_connect_locked(hixl_engine_t *engine, const char *remote,
     hixl_progress_kick(engine);
     hixl_engine_wait(engine, deadline, hixl_handshake_over, peer);
     if (peer->state == HIXL_PEER_READY) {
-        status = HIXL_SUCCESS;
-        hixl_log_info("connected to %s (%zu remote regions)", peer->name,
-                      peer->rtab_count);
+        status = hixl_connect_wire_up(engine, peer, deadline);
+        if (status == HIXL_SUCCESS) {
+            hixl_log_info("connected to %s (%zu remote regions)", peer->name,
+                          peer->rtab_count);
+        }
     } else if (peer->state == HIXL_PEER_CLOSED) {
         status = hixl_error(peer->close_status, "connect to %s: %s",
                             peer->name, peer->close_reason);
@@ -291,6 +504,26 @@ hixl_status_t hixl_connect_locked(hixl_engine_t *engine, const char *remote,
     }
     hixl_peer_release(peer);
     return status;
+}
+
+/* ": it was closed: <why>" when an outgoing connection to remote ended
+ * lately, else "". */
+static const char *hixl_closed_reason(hixl_engine_t *engine,
+                                      const char *remote)
+{
+    static __thread char text[320];
+    unsigned i, n = engine->closed_next;
+
+    for (i = 0; (i < 8) && (i < n); ++i) {
+        unsigned k = (n - 1 - i) % 8;
+
+        if (!strcmp(engine->closed[k].name, remote)) {
+            snprintf(text, sizeof(text), ": its connection was closed: %s",
+                     engine->closed[k].reason);
+            return text;
+        }
+    }
+    return "";
 }
 
 hixl_status_t hixl_peer_lookup(hixl_engine_t *engine, const char *remote,
@@ -308,7 +541,8 @@ hixl_status_t hixl_peer_lookup(hixl_engine_t *engine, const char *remote,
         peer = hixl_peer_find(engine, remote, 1);
     }
     if (peer == NULL) {
-        return hixl_error(HIXL_NOT_CONNECTED, "not connected to %s%s", remote,
+        return hixl_error(HIXL_NOT_CONNECTED, "not connected to %s%s%s",
+                          remote, hixl_closed_reason(engine, remote),
                           want_outgoing ? " (call hixl_connect first, or set "
                           "AutoConnect)" : "");
     }
@@ -343,11 +577,6 @@ hixl_status_t hixl_connect(hixl_engine_t *engine, const char *remote_engine,
 }
 
 /* ---- disconnecting ------------------------------------------------------- */
-
-static int hixl_request_done(void *arg)
-{
-    return ucp_request_check_status(arg) != UCS_INPROGRESS;
-}
 
 hixl_status_t hixl_disconnect(hixl_engine_t *engine, const char *remote_engine,
                               int32_t timeout_ms)

@@ -6,6 +6,7 @@
  */
 #include "config.h"
 #include "peer.h"
+#include "device.h"
 #include "log.h"
 
 #include <inttypes.h>
@@ -19,10 +20,15 @@ typedef struct hixl_dispatch_ctx {
 } hixl_dispatch_ctx_t;
 
 /* A SYNC from the listener asks us to finish everything we posted to it
- * before answering (the revoke barrier of a deregistration). */
+ * before answering (the revoke barrier of a deregistration): the endpoint
+ * flush, then the device copies posted to it (which also closes imports
+ * of regions it revoked: device.h). */
 typedef struct hixl_sync_reply {
-    hixl_peer_t *peer;
-    uint64_t     token;
+    hixl_engine_t *engine;
+    hixl_peer_t   *peer;
+    uint64_t       token;
+    uint64_t       dev_seq;
+    hixl_dev_barrier_t barrier;
 } hixl_sync_reply_t;
 
 static void hixl_send_sync_ack(hixl_peer_t *peer, uint64_t token)
@@ -35,18 +41,29 @@ static void hixl_send_sync_ack(hixl_peer_t *peer, uint64_t token)
     ctrl_conn_send(&peer->conn, &msg);
 }
 
+static void hixl_sync_reply_send(void *arg)
+{
+    hixl_sync_reply_t *reply = arg;
+
+    hixl_send_sync_ack(reply->peer, reply->token);
+    hixl_peer_release(reply->peer);
+    free(reply);
+}
+
 static void hixl_sync_flush_cb(void *request, ucs_status_t ustatus,
                                void *user_data)
 {
     hixl_sync_reply_t *reply = user_data;
 
+    ucp_request_free(request);
     /* On error the peer is being closed anyway; the ack would be moot. */
     if (ustatus == UCS_OK) {
-        hixl_send_sync_ack(reply->peer, reply->token);
+        hixl_dev_barrier(reply->engine, reply->peer, reply->dev_seq,
+                         hixl_sync_reply_send, reply, &reply->barrier);
+        return;
     }
     hixl_peer_release(reply->peer);
     free(reply);
-    ucp_request_free(request);
 }
 
 static void hixl_handle_sync(hixl_engine_t *engine, hixl_peer_t *peer,
@@ -67,8 +84,10 @@ static void hixl_handle_sync(hixl_engine_t *engine, hixl_peer_t *peer,
         return;
     }
     hixl_peer_retain(peer);
-    reply->peer  = peer;
-    reply->token = token;
+    reply->engine  = engine;
+    reply->peer    = peer;
+    reply->token   = token;
+    reply->dev_seq = hixl_dev_seq(engine);
     memset(&param, 0, sizeof(param));
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.send      = hixl_sync_flush_cb;
@@ -78,7 +97,9 @@ static void hixl_handle_sync(hixl_engine_t *engine, hixl_peer_t *peer,
         return;   /* answered from the callback */
     }
     if (sp == NULL) {
-        hixl_send_sync_ack(peer, token);
+        hixl_dev_barrier(engine, peer, reply->dev_seq, hixl_sync_reply_send,
+                         reply, &reply->barrier);
+        return;
     }
     hixl_peer_release(peer);
     free(reply);
@@ -123,6 +144,9 @@ static void hixl_handle_notify_ack(hixl_engine_t *engine, hixl_peer_t *peer,
 static int hixl_protocol_error(hixl_engine_t *engine, hixl_peer_t *peer,
                                const ctrl_msg_t *msg, const char *why)
 {
+    hixl_log_warn("dropping %s: protocol error: %s %s", peer->name[0] ?
+                  peer->name : "a connection in handshake",
+                  ctrl_msg_type_name(msg->type), why);
     hixl_peer_close(engine, peer, HIXL_FAILED, "protocol error: %s %s",
                     ctrl_msg_type_name(msg->type), why);
     return 1;
@@ -143,6 +167,9 @@ static int hixl_ctrl_handle(void *arg, const ctrl_msg_t *msg)
         return hixl_handshake_hello(engine, peer, msg);
     case CTRL_HELLO_ACK:
         return hixl_handshake_ack(engine, peer, msg);
+    case CTRL_AUTH_CHALLENGE:
+    case CTRL_AUTH_RESPONSE:
+        return hixl_handshake_auth(engine, peer, msg);
     case CTRL_MEM_ADD:
         if (!peer->outgoing || (peer->ep == NULL)) {
             return hixl_protocol_error(engine, peer, msg, "from a peer that "
@@ -205,7 +232,7 @@ static int hixl_ctrl_handle(void *arg, const ctrl_msg_t *msg)
             return hixl_protocol_error(engine, peer, msg, "from a peer we "
                                        "did not accept");
         }
-        return hixl_protocol_error(engine, peer, msg, "is not supported");
+        return hixl_layer_signal_recv(engine, peer, msg);
     case CTRL_BYE:
         hixl_peer_close(engine, peer, HIXL_FAILED, "%s closed the connection: "
                         "%.*s", peer->name[0] ? peer->name : "peer",
@@ -235,6 +262,11 @@ void hixl_ctrl_event(hixl_engine_t *engine, hixl_peer_t *peer, uint32_t events)
     if ((ctrl_conn_receive(&peer->conn, hixl_ctrl_handle, &ctx, err,
                            sizeof(err)) != 0) &&
         (peer->state != HIXL_PEER_CLOSED)) {
+        if (strncmp(err, "connection closed by peer", 25) != 0) {
+            /* not a plain hang-up: malformed input or a socket error */
+            hixl_log_warn("dropping %s: %s", peer->name[0] ? peer->name :
+                          "a connection in handshake", err);
+        }
         hixl_peer_close(engine, peer, HIXL_FAILED, "control connection: %s",
                         err);
     }

@@ -29,15 +29,19 @@ typedef struct ctrl_field {
 #define F_B(_t, _m, _l)  {CTRL_F_BYTES, _l, offsetof(ctrl_msg_t, u._t._m), #_m}
 
 static const ctrl_field_t ctrl_f_hello[] = {
-    F_B(hello, name, CTRL_MAX_NAME), F_U32(hello, flags),
-    F_B(hello, worker_addr, CTRL_MAX_ADDR)};
+    F_B(hello, name, CTRL_MAX_NAME), F_U64(hello, instance),
+    F_B(hello, host, CTRL_MAX_NAME), F_U32(hello, flags),
+    F_B(hello, worker_addr, CTRL_MAX_ADDR), F_B(hello, nonce, CTRL_MAX_AUTH)};
 static const ctrl_field_t ctrl_f_hello_ack[] = {
     F_U32(hello_ack, status), F_B(hello_ack, name, CTRL_MAX_NAME),
     F_B(hello_ack, reason, CTRL_MAX_REASON),
-    F_B(hello_ack, worker_addr, CTRL_MAX_ADDR)};
+    F_B(hello_ack, worker_addr, CTRL_MAX_ADDR),
+    F_B(hello_ack, host, CTRL_MAX_NAME), F_U32(hello_ack, max_streams),
+    F_U32(hello_ack, max_layers), F_B(hello_ack, proof, CTRL_MAX_AUTH)};
 static const ctrl_field_t ctrl_f_mem_add[] = {
     F_U64(mem_add, id), F_U64(mem_add, addr), F_U64(mem_add, len),
-    F_U32(mem_add, mem_type), F_B(mem_add, rkey, CTRL_MAX_RKEY)};
+    F_U32(mem_add, mem_type), F_B(mem_add, rkey, CTRL_MAX_RKEY),
+    F_B(mem_add, dev_key, CTRL_MAX_DEVKEY)};
 static const ctrl_field_t ctrl_f_mem_del[] = {
     F_U64(mem_del, id), F_U64(mem_del, addr)};
 static const ctrl_field_t ctrl_f_sync[] = {F_U64(sync, token)};
@@ -50,6 +54,7 @@ static const ctrl_field_t ctrl_f_layer[] = {
     F_U32(layer, stream), F_U32(layer, layer), F_U64(layer, gen)};
 static const ctrl_field_t ctrl_f_bye[] = {
     F_U32(bye, status), F_B(bye, reason, CTRL_MAX_REASON)};
+static const ctrl_field_t ctrl_f_auth[] = {F_B(auth, data, CTRL_MAX_AUTH)};
 
 #define LAYOUT(_n, _f) {_n, _f, sizeof(_f) / sizeof(_f[0])}
 
@@ -69,6 +74,8 @@ static const struct {
     [CTRL_NOTIFY_ACK] = LAYOUT("NOTIFY_ACK", ctrl_f_notify_ack),
     [CTRL_LAYER]      = LAYOUT("LAYER", ctrl_f_layer),
     [CTRL_BYE]        = LAYOUT("BYE", ctrl_f_bye),
+    [CTRL_AUTH_CHALLENGE] = LAYOUT("AUTH_CHALLENGE", ctrl_f_auth),
+    [CTRL_AUTH_RESPONSE]  = LAYOUT("AUTH_RESPONSE", ctrl_f_auth),
 };
 
 const char *ctrl_msg_type_name(uint16_t type)

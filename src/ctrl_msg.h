@@ -28,6 +28,8 @@
 #define CTRL_MAX_REASON   1024
 #define CTRL_MAX_ADDR     (64 * 1024)   /* UCX worker address */
 #define CTRL_MAX_RKEY     (64 * 1024)   /* packed UCX remote key */
+#define CTRL_MAX_DEVKEY   1024          /* device part of a composite key */
+#define CTRL_MAX_AUTH     64            /* nonces and MACs */
 #define CTRL_MAX_NOTIFY   (16 * 1024 * 1024)
 #define CTRL_MAX_PAYLOAD  (CTRL_MAX_NOTIFY + 4096)
 
@@ -44,6 +46,8 @@ typedef enum ctrl_msg_type {
     CTRL_NOTIFY_ACK,  /* queued or refused */
     CTRL_LAYER,       /* connector -> listener: stream/layer is visible */
     CTRL_BYE,         /* either way: closing, with the reason */
+    CTRL_AUTH_CHALLENGE, /* listener -> connector: prove the secret */
+    CTRL_AUTH_RESPONSE,  /* connector -> listener: the proof */
     CTRL_MSG_TYPE_LAST
 } ctrl_msg_type_t;
 
@@ -57,21 +61,31 @@ typedef struct ctrl_msg {
     union {
         struct {
             ctrl_bytes_t name;         /* sender's engine name */
+            uint64_t     instance;     /* random per engine object */
+            ctrl_bytes_t host;         /* host identity (boot id) */
             uint32_t     flags;
             ctrl_bytes_t worker_addr;  /* sender's UCX worker address */
+            ctrl_bytes_t nonce;        /* for authentication (auth.h) */
         } hello;
         struct {
             uint32_t     status;       /* hixl_status_t */
             ctrl_bytes_t name;         /* listener's engine name */
             ctrl_bytes_t reason;       /* why, when refused */
             ctrl_bytes_t worker_addr;
+            ctrl_bytes_t host;         /* host identity (boot id) */
+            uint32_t     max_streams;  /* layer signals it accepts */
+            uint32_t     max_layers;
+            ctrl_bytes_t proof;        /* listener's MAC, when authenticated */
         } hello_ack;
         struct {
             uint64_t     id;
             uint64_t     addr;
             uint64_t     len;
             uint32_t     mem_type;
-            ctrl_bytes_t rkey;
+            ctrl_bytes_t rkey;         /* UCX part: empty for device memory
+                                          that is not NIC-registered */
+            ctrl_bytes_t dev_key;      /* device part (dev_key.h): empty
+                                          for host memory */
         } mem_add;
         struct {
             uint64_t id;
@@ -99,6 +113,10 @@ typedef struct ctrl_msg {
             uint32_t     status;
             ctrl_bytes_t reason;
         } bye;
+        struct {
+            ctrl_bytes_t data;         /* AUTH_CHALLENGE: nonce;
+                                          AUTH_RESPONSE: MAC */
+        } auth;
     } u;
 } ctrl_msg_t;
 

@@ -4,13 +4,17 @@
 #include "config.h"
 #include "peer.h"
 #include "clock.h"
+#include "device.h"
 #include "log.h"
+
+#include <ucs/config/global_opts.h>
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 /* Engine serials tag handles; 0 is never used so that no valid handle
@@ -25,6 +29,25 @@ static uint16_t hixl_engine_next_serial(void)
         s = atomic_fetch_add(&hixl_engine_serials, 1) + 1;
     } while ((uint16_t)s == 0);
     return (uint16_t)s;
+}
+
+/* Identity of this host: the kernel's boot id, shared by every process (and
+ * container) on one running kernel, which is what shared-memory transports
+ * need; the host name where it cannot be read. */
+static void hixl_engine_host_id(hixl_engine_t *engine)
+{
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    size_t n = 0;
+
+    if (f != NULL) {
+        n = fread(engine->host_id, 1, sizeof(engine->host_id) - 1, f);
+        fclose(f);
+    }
+    engine->host_id[n] = '\0';
+    engine->host_id[strcspn(engine->host_id, "\n")] = '\0';
+    if (engine->host_id[0] == '\0') {
+        gethostname(engine->host_id, sizeof(engine->host_id) - 1);
+    }
 }
 
 static void hixl_cond_init_monotonic(pthread_cond_t *cond)
@@ -60,7 +83,6 @@ static hixl_status_t hixl_engine_ucx_init(hixl_engine_t *engine)
         snprintf(value, sizeof(value), "%d", engine->opts.rdma_service_level);
         ucp_config_modify(config, "IB_SL", value);
     }
-
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME |
                         UCP_PARAM_FIELD_MT_WORKERS_SHARED;
@@ -138,11 +160,92 @@ static hixl_status_t hixl_engine_poll_init(hixl_engine_t *engine)
     return HIXL_SUCCESS;
 }
 
+/* Operations cancelled by forced closes sit in UCX 1.13's endpoint queues
+ * until here, and UCX lists each one as a warning ("N pending operations
+ * were not flushed", "object ... was not returned to mpool").  Those are the
+ * transfers this engine already reported FAILED; keep UCX to errors while
+ * it drops them, and say once what happened. */
+static void hixl_engine_worker_destroy(hixl_engine_t *engine)
+{
+    ucs_log_level_t saved = ucs_global_opts.log_component.log_level;
+
+    if (atomic_load(&engine->cancelled) && (saved == UCS_LOG_LEVEL_WARN)) {
+        hixl_log_info("dropping %u cancelled transfer(s) held by UCX",
+                      atomic_load(&engine->cancelled));
+        ucs_global_opts.log_component.log_level = UCS_LOG_LEVEL_ERROR;
+    }
+    ucp_worker_destroy(engine->ucp_worker);
+    ucs_global_opts.log_component.log_level = saved;
+}
+
+typedef struct hixl_drain {
+    ucs_status_ptr_t *reqs;
+    size_t            count;
+} hixl_drain_t;
+
+static int hixl_drain_done(void *arg)
+{
+    hixl_drain_t *d = arg;
+    size_t i;
+
+    for (i = 0; i < d->count; ++i) {
+        if (ucp_request_check_status(d->reqs[i]) == UCS_INPROGRESS) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Let what is in flight land, within hixl.FinalizeTimeoutMs, before the
+ * peers are closed: a forced close cancels transfers mid-way, and (UCX 1.13)
+ * a target still answering a vanished initiator over tcp may abort. */
+static void hixl_engine_drain(hixl_engine_t *engine)
+{
+    hixl_drain_t d = {NULL, 0};
+    ucp_request_param_t param;
+    ucs_status_ptr_t sp;
+    hixl_peer_t *peer;
+    size_t n = 0, i;
+
+    if ((engine->ucp_worker == NULL) || (engine->opts.finalize_timeout_ms == 0)) {
+        return;
+    }
+    pthread_mutex_lock(&engine->lock);
+    for (peer = engine->peers; peer != NULL; peer = peer->next) {
+        n += (peer->ep != NULL);
+    }
+    d.reqs = calloc(n ? n : 1, sizeof(*d.reqs));
+    memset(&param, 0, sizeof(param));
+    for (peer = engine->peers; (peer != NULL) && (d.reqs != NULL);
+         peer = peer->next) {
+        if ((peer->ep != NULL) && (peer->state == HIXL_PEER_READY)) {
+            sp = ucp_ep_flush_nbx(peer->ep, &param);
+            if (UCS_PTR_IS_PTR(sp)) {
+                d.reqs[d.count++] = sp;
+            }
+        }
+    }
+    if (d.count > 0) {
+        atomic_fetch_add(&engine->busy, 1);
+        hixl_progress_kick(engine);
+        hixl_engine_wait(engine,
+                         hixl_deadline_ns(engine->opts.finalize_timeout_ms),
+                         hixl_drain_done, &d);
+        atomic_fetch_sub(&engine->busy, 1);
+    }
+    for (i = 0; i < d.count; ++i) {
+        ucp_request_free(d.reqs[i]);
+    }
+    pthread_mutex_unlock(&engine->lock);
+    free(d.reqs);
+}
+
 /* Release everything; safe on a partly initialized engine. */
 static void hixl_engine_destroy(hixl_engine_t *engine)
 {
     hixl_peer_t *peer;
 
+    hixl_engine_drain(engine);
     hixl_progress_stop(engine);
     if (engine->listen_fd >= 0) {
         close(engine->listen_fd);
@@ -154,23 +257,32 @@ static void hixl_engine_destroy(hixl_engine_t *engine)
                         engine->name.canon);
     }
     pthread_mutex_unlock(&engine->lock);
+    /* device copies and staged chunks in flight end (or fail: their peers
+     * are closed) while the worker still runs their UCX parts */
+    hixl_dev_drain(engine);
 
+    /* UCX completes what the forced closes cancelled from progress, and
+     * what was still queued on an endpoint in wire-up only when the worker
+     * is destroyed: requests, peers and the engine's locks must outlive
+     * ucp_worker_destroy, so it comes first. */
     if (engine->ucp_worker != NULL) {
-        /* let the forced closes deliver their cancellations */
         while (ucp_worker_progress(engine->ucp_worker) != 0) {
         }
+        if (engine->worker_addr != NULL) {
+            ucp_worker_release_address(engine->ucp_worker, engine->worker_addr);
+        }
+        hixl_engine_worker_destroy(engine);
     }
+    hixl_ep_ctx_cleanup(engine);
+    hixl_xfer_tokens_cleanup(engine);
+    hixl_xfer_abandon_all(engine);
     hixl_mem_cleanup(engine);
+    hixl_dev_cleanup(engine);   /* after the regions its plugins export */
     hixl_notify_queue_cleanup(engine);
+    hixl_layer_sources_cleanup(engine);
     hixl_req_pool_cleanup(&engine->reqs);
     if (engine->epfd >= 0) {
         close(engine->epfd);
-    }
-    if (engine->worker_addr != NULL) {
-        ucp_worker_release_address(engine->ucp_worker, engine->worker_addr);
-    }
-    if (engine->ucp_worker != NULL) {
-        ucp_worker_destroy(engine->ucp_worker);
     }
     if (engine->ucp_context != NULL) {
         ucp_cleanup(engine->ucp_context);
@@ -180,6 +292,7 @@ static void hixl_engine_destroy(hixl_engine_t *engine)
     pthread_mutex_destroy(&engine->done_lock);
     pthread_cond_destroy(&engine->done_cond);
     pthread_mutex_destroy(&engine->poll_lock);
+    pthread_mutex_destroy(&engine->token_lock);
     free(engine);
 }
 
@@ -203,11 +316,17 @@ hixl_status_t hixl_initialize(const char *local_engine,
     engine->epfd       = -1;
     engine->worker_efd = -1;
     engine->serial     = hixl_engine_next_serial();
+    hixl_engine_host_id(engine);
+    if (getrandom(&engine->instance, sizeof(engine->instance), 0) !=
+        sizeof(engine->instance)) {
+        engine->instance = hixl_now_ns() ^ ((uint64_t)getpid() << 32);
+    }
     pthread_mutex_init(&engine->lock, NULL);
     hixl_cond_init_monotonic(&engine->cond);
     pthread_mutex_init(&engine->done_lock, NULL);
     hixl_cond_init_monotonic(&engine->done_cond);
     pthread_mutex_init(&engine->poll_lock, NULL);
+    pthread_mutex_init(&engine->token_lock, NULL);
 
     status = hixl_opts_load(&engine->opts, options, num_options, NULL, NULL);
     if (status != HIXL_SUCCESS) {
@@ -225,6 +344,10 @@ hixl_status_t hixl_initialize(const char *local_engine,
         goto err;
     }
     status = hixl_engine_ucx_init(engine);
+    if (status != HIXL_SUCCESS) {
+        goto err;
+    }
+    status = hixl_dev_init(engine);   /* memory-type plugins */
     if (status != HIXL_SUCCESS) {
         goto err;
     }

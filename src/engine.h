@@ -38,10 +38,13 @@ typedef enum hixl_poll_kind {
     (((uint64_t)(_kind) << 56) | ((_serial) & ((1ull << 56) - 1)))
 
 typedef struct hixl_notify_node hixl_notify_node_t;
+typedef struct hixl_layer_source hixl_layer_source_t;
 typedef struct hixl_peer hixl_peer_t;
 
 struct hixl_engine {
     uint16_t           serial;        /* tags handles (handle.h) */
+    uint64_t           instance;      /* random: tells restarts apart */
+    char               host_id[64];   /* same value <=> same host */
     hixl_name_t        name;
     int                listening;
     hixl_opts_t        opts;
@@ -71,12 +74,26 @@ struct hixl_engine {
     atomic_int         progress_sleeping;
     atomic_uint        busy;          /* work in flight: keep polling */
     atomic_int         peer_errors;   /* a UCX endpoint reported an error */
+    atomic_uint        cancelled;     /* transfers settled at peer close */
 
     hixl_mem_table_t   mem;
     hixl_peer_t       *peers;
     uint64_t           next_peer_serial;
     uint64_t           next_token;
     hixl_req_pool_t    reqs;
+    pthread_mutex_t    token_lock;    /* flush tokens (transfer.c) */
+    struct hixl_flush_token *tokens_free;
+    struct hixl_flush_token *tokens_all;
+
+    hixl_layer_source_t *layer_sources;
+    /* why the last outgoing connections ended, for NOT_CONNECTED messages */
+    struct {
+        char name[HIXL_ENGINE_NAME_MAX + 1];
+        char reason[256];
+    } closed[8];
+    unsigned            closed_next;
+    struct hixl_ep_ctx  *ep_ctxs;     /* see hixl_ep_ctx_t */
+    struct hixl_dev     *dev;         /* device memory (device.h) */
 
     hixl_notify_node_t *notify_head;
     hixl_notify_node_t *notify_tail;
@@ -86,8 +103,13 @@ struct hixl_engine {
 /* ---- progress.c ---- */
 hixl_status_t hixl_progress_start(hixl_engine_t *engine);
 void hixl_progress_stop(hixl_engine_t *engine);
-/* Progress UCX and the control sockets once; returns events handled. */
+/* Progress UCX, device copies and the control sockets once; returns events
+ * handled.  Never call it with engine->lock held: it takes the lock (device
+ * progress, control events). */
 unsigned hixl_progress(hixl_engine_t *engine);
+/* Without a progress thread: read the control connections now (before a
+ * post, so a revocation or a close already sent to us takes effect). */
+void hixl_progress_control(hixl_engine_t *engine);
 /* Work was posted: make sure a sleeping progress thread wakes for it. */
 void hixl_progress_kick(hixl_engine_t *engine);
 /* Wait (engine->lock held) until pred(arg) or the deadline; progresses
@@ -114,12 +136,27 @@ int hixl_handshake_hello(hixl_engine_t *engine, hixl_peer_t *peer,
                          const ctrl_msg_t *msg);
 int hixl_handshake_ack(hixl_engine_t *engine, hixl_peer_t *peer,
                        const ctrl_msg_t *msg);
+int hixl_handshake_auth(hixl_engine_t *engine, hixl_peer_t *peer,
+                        const ctrl_msg_t *msg);
 
 /* ---- notify.c ---- */
 /* Queue a received notify; returns the status the sender is told. */
 hixl_status_t hixl_notify_enqueue(hixl_engine_t *engine, const char *remote,
                                   const ctrl_msg_t *msg);
 void hixl_notify_queue_cleanup(hixl_engine_t *engine);
+
+/* ---- layer.c ---- */
+/* A LAYER message from an accepted peer (engine->lock held); non-zero when
+ * the peer was closed for it. */
+int hixl_layer_signal_recv(hixl_engine_t *engine, hixl_peer_t *peer,
+                           const ctrl_msg_t *msg);
+/* An accepted peer completed its handshake / closed (engine->lock held). */
+hixl_status_t hixl_layer_peer_ready(hixl_engine_t *engine, hixl_peer_t *peer,
+                                    uint64_t instance);
+void hixl_layer_peer_closed(hixl_engine_t *engine, hixl_peer_t *peer);
+/* Settle the peer's layer flushes in flight (no signal will be sent). */
+void hixl_layer_flushes_cancel(hixl_engine_t *engine, hixl_peer_t *peer);
+void hixl_layer_sources_cleanup(hixl_engine_t *engine);
 
 /* ---- memory.c ---- */
 void hixl_mem_cleanup(hixl_engine_t *engine);

@@ -42,11 +42,15 @@ void hixl_log_printf(hixl_log_level_t level, const char *file, int line,
 
 hixl_status_t hixl_error(hixl_status_t status, const char *fmt, ...)
 {
+    char msg[HIXL_ERROR_MSG_MAX];
     va_list ap;
 
+    /* format aside first: callers pass the previous message as an argument
+     * ("AutoConnect: %s", hixl_error_message()) */
     va_start(ap, fmt);
-    vsnprintf(hixl_last_error_buf, sizeof(hixl_last_error_buf), fmt, ap);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    memcpy(hixl_last_error_buf, msg, sizeof(msg));
     hixl_log_debug("%s: %s", hixl_strerror(status), hixl_last_error_buf);
     return status;
 }

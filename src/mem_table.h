@@ -14,9 +14,14 @@ typedef struct hixl_region {
     hixl_range_t    range;      /* first: indexed by address */
     uint64_t        handle;     /* also the region id peers see */
     hixl_mem_type_t type;
-    ucp_mem_h       memh;
+    int             allocated;  /* by UCX (hixl_alloc_mem): unmap frees it */
+    int             revoked;    /* out of the address index, handle kept */
+    uint64_t        revoke_grace_ns; /* a silent peer's writes may land
+                                        until then (memory.c) */
+    ucp_mem_h       memh;       /* NULL: device memory not NIC-mapped */
     void           *rkey_buf;   /* packed once, sent to every peer */
     size_t          rkey_len;
+    struct hixl_dev_reg *dev;   /* device memory: its plugin (device.h) */
 } hixl_region_t;
 
 typedef struct hixl_mem_table {

@@ -18,7 +18,11 @@ typedef enum hixl_opt_kind {
     HIXL_OPT_INT,        /* int32 within [min, max] */
     HIXL_OPT_UINT,       /* uint32 within [min, max] */
     HIXL_OPT_LOG_LEVEL,
-    HIXL_OPT_BUFFER_POOL
+    HIXL_OPT_ERROR_MODE,
+    HIXL_OPT_SECRET,     /* a string never printed */
+    HIXL_OPT_BUFFER_POOL,
+    HIXL_OPT_STRING,     /* copied into a char[max] field */
+    HIXL_OPT_DEVICE_PATH
 } hixl_opt_kind_t;
 
 typedef struct hixl_opt_row {
@@ -69,6 +73,10 @@ static const hixl_opt_row_t hixl_opt_table[] = {
     {"hixl.TransferTimeoutMs", "HIXL_TRANSFER_TIMEOUT_MS", HIXL_OPT_INT,
      "30000", 1, INT32_MAX, 0, OFF(transfer_timeout_ms),
      "Deadline of an async transfer whose args give none"},
+    {"hixl.FinalizeTimeoutMs", "HIXL_FINALIZE_TIMEOUT_MS", HIXL_OPT_INT,
+     "3000", 0, INT32_MAX, 0, OFF(finalize_timeout_ms),
+     "How long hixl_finalize lets transfers in flight land before it "
+     "cancels them (0: cancel at once)"},
     {"hixl.MaxRequests", "HIXL_MAX_REQUESTS", HIXL_OPT_UINT, "16384", 1,
      1 << 24, 0, OFF(max_requests),
      "Async requests in flight per engine (the request pool)"},
@@ -88,14 +96,45 @@ static const hixl_opt_row_t hixl_opt_table[] = {
     {"hixl.MaxLayers", "HIXL_MAX_LAYERS", HIXL_OPT_UINT, "256", 1, 1 << 16,
      0, OFF(max_layers),
      "Layers per stream (layer ids 0..MaxLayers-1)"},
-    {"hixl.RequirePeerErrors", "HIXL_REQUIRE_PEER_ERRORS", HIXL_OPT_BOOL,
-     "0", 0, 1, 0, OFF(require_peer_errors),
-     "Refuse transports without UCX peer-failure handling instead of using "
-     "them in UCX error mode none (a dead peer is still detected on the "
-     "control connection)"},
+    {"hixl.ErrorMode", "HIXL_ERROR_MODE", HIXL_OPT_ERROR_MODE, "auto", 0, 0,
+     0, OFF(error_mode),
+     "UCX error handling of endpoints: peer (UCX reports a dead peer; only "
+     "transports that can are used, and UCX 1.13 shared memory cannot), none "
+     "(every transport, but UCX may abort this process when a peer dies "
+     "during a tcp transfer), auto (peer where it reaches the peer, else "
+     "none: UCX_TLS=sm gets shared memory)"},
+    {"hixl.Secret", "HIXL_SECRET", HIXL_OPT_SECRET, "", 0, 0, 0,
+     OFF(secret),
+     "Shared secret: peers must prove it (HMAC-SHA256 challenge, both ways) "
+     "before any worker address, memory table or remote key leaves the "
+     "engine; unset: no authentication"},
     {"hixl.LogLevel", "HIXL_LOG_LEVEL", HIXL_OPT_LOG_LEVEL, "warn", 0, 0, 0,
      OFF(log_level),
      "error, warn, info, debug or trace (process-wide)"},
+    {"hixl.PluginDir", "HIXL_PLUGIN_DIR", HIXL_OPT_STRING, "", 0,
+     sizeof(((hixl_opts_t*)0)->plugin_dir), 0, OFF(plugin_dir),
+     "Directories (':'-separated) searched for memory-type plugins "
+     "(hixl_mem_<name>.so) before the installation's plugin directory"},
+    {"hixl.Plugins", "HIXL_PLUGINS", HIXL_OPT_STRING, "all", 0,
+     sizeof(((hixl_opts_t*)0)->plugins), 0, OFF(plugins),
+     "Memory-type plugins this engine uses: all, none, or names "
+     "(\"ascend\")"},
+    {"hixl.PluginRuntime", "HIXL_PLUGIN_RUNTIME", HIXL_OPT_STRING, "", 0,
+     sizeof(((hixl_opts_t*)0)->plugin_runtime), 0, OFF(plugin_runtime),
+     "Device runtime library a plugin loads instead of its default, as "
+     "name=library[,name=library] (ascend: libascendcl.so); one runtime per "
+     "process"},
+    {"hixl.DevicePath", "HIXL_DEVICE_PATH", HIXL_OPT_DEVICE_PATH, "auto", 0,
+     0, 0, OFF(device_path),
+     "How descriptors with device memory move: auto (IPC device copy on "
+     "this node, else UCX when both sides are NIC-registered, else staging "
+     "through BufferPool), or only ipc, nic or staging (others are "
+     "UNSUPPORTED)"},
+    {"hixl.DeviceNicReg", "HIXL_DEVICE_NIC_REG", HIXL_OPT_BOOL, "0", 0, 1, 0,
+     OFF(device_nic_reg),
+     "Also register device memory with UCX (ucp_mem_map) so that peers on "
+     "other nodes reach it with RDMA; needs a NIC that can reach device "
+     "memory (peer-memory support), else the region is staged"},
 };
 
 #define HIXL_OPT_ROWS (sizeof(hixl_opt_table) / sizeof(hixl_opt_table[0]))
@@ -127,6 +166,10 @@ static hixl_status_t hixl_opt_set(const hixl_opt_row_t *row, const char *value,
     char *field = (char*)opts + row->offset;
     static const char *const levels[] = {"error", "warn", "info", "debug",
                                          "trace"};
+    /* in hixl_error_mode_t order */
+    static const char *const modes[] = {"auto", "peer", "none"};
+    /* in hixl_device_path_t order */
+    static const char *const paths[] = {"auto", "ipc", "nic", "staging"};
     char range[96];
     int64_t v, count, mib;
     const char *colon;
@@ -154,7 +197,9 @@ static hixl_status_t hixl_opt_set(const hixl_opt_row_t *row, const char *value,
             return hixl_opt_bad(row, value, range);
         }
         if (row->multiple_of && (v >= 0) && (v % row->multiple_of)) {
-            return hixl_opt_bad(row, value, "must be a multiple of 4");
+            snprintf(range, sizeof(range), "must be a multiple of %" PRId64,
+                     row->multiple_of);
+            return hixl_opt_bad(row, value, range);
         }
         if (row->kind == HIXL_OPT_INT) {
             *(int32_t*)field = (int32_t)v;
@@ -171,6 +216,43 @@ static hixl_status_t hixl_opt_set(const hixl_opt_row_t *row, const char *value,
         }
         return hixl_opt_bad(row, value, "expected error, warn, info, debug "
                                         "or trace");
+    case HIXL_OPT_ERROR_MODE:
+        for (i = 0; i < sizeof(modes) / sizeof(modes[0]); ++i) {
+            if (!strcasecmp(value, modes[i])) {
+                *(int32_t*)field = (int32_t)i;
+                return HIXL_SUCCESS;
+            }
+        }
+        return hixl_opt_bad(row, value, "expected auto, peer or none");
+    case HIXL_OPT_STRING:
+        if (strlen(value) >= (size_t)row->max) {
+            snprintf(range, sizeof(range), "longer than %" PRId64 " bytes",
+                     row->max - 1);
+            return hixl_opt_bad(row, value, range);
+        }
+        snprintf(field, (size_t)row->max, "%s", value);
+        return HIXL_SUCCESS;
+    case HIXL_OPT_DEVICE_PATH:
+        for (i = 0; i < sizeof(paths) / sizeof(paths[0]); ++i) {
+            if (!strcasecmp(value, paths[i])) {
+                *(int32_t*)field = (int32_t)i;
+                return HIXL_SUCCESS;
+            }
+        }
+        return hixl_opt_bad(row, value, "expected auto, ipc, nic or staging");
+    case HIXL_OPT_SECRET:
+        if (strlen(value) >= sizeof(opts->secret)) {
+            return hixl_opt_bad(row, "(secret)", "longer than 255 bytes");
+        }
+#ifndef HAVE_CRYPTO
+        if (*value != '\0') {
+            return hixl_error(HIXL_UNSUPPORTED, "option %s: this libhixl-ucx "
+                              "was built without libcrypto, so it cannot "
+                              "authenticate peers", row->key);
+        }
+#endif
+        snprintf(field, sizeof(opts->secret), "%s", value);
+        return HIXL_SUCCESS;
     case HIXL_OPT_BUFFER_POOL:
         colon = strchr(value, ':');
         if (colon == NULL) {
@@ -290,8 +372,10 @@ hixl_status_t hixl_config_print(FILE *stream, const hixl_option_t *options,
     }
     for (i = 0; i < HIXL_OPT_ROWS; ++i) {
         fprintf(stream, "%-22s %-26s = %-8s (%s)\n    %s\n",
-                hixl_opt_table[i].key, hixl_opt_table[i].env, values[i],
-                source_names[sources[i]], hixl_opt_table[i].help);
+                hixl_opt_table[i].key, hixl_opt_table[i].env,
+                (hixl_opt_table[i].kind != HIXL_OPT_SECRET) ? values[i] :
+                (*values[i] ? "(set)" : "(unset)"), source_names[sources[i]],
+                hixl_opt_table[i].help);
     }
     return HIXL_SUCCESS;
 }

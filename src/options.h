@@ -11,6 +11,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+typedef enum hixl_error_mode {
+    HIXL_ERROR_MODE_AUTO,
+    HIXL_ERROR_MODE_PEER,
+    HIXL_ERROR_MODE_NONE
+} hixl_error_mode_t;
+
+/* hixl.DevicePath: how descriptors with device memory move (device.h). */
+typedef enum hixl_device_path {
+    HIXL_DEVICE_PATH_AUTO,
+    HIXL_DEVICE_PATH_IPC,
+    HIXL_DEVICE_PATH_NIC,
+    HIXL_DEVICE_PATH_STAGING
+} hixl_device_path_t;
+
 typedef enum hixl_opt_source {
     HIXL_OPT_DEFAULT,
     HIXL_OPT_ENV,
@@ -31,6 +45,7 @@ typedef struct hixl_opts {
     int32_t  listen_ephemeral;
     int32_t  connect_timeout_ms;
     int32_t  transfer_timeout_ms;
+    int32_t  finalize_timeout_ms;
     uint32_t max_requests;
     uint32_t notify_queue_depth;
     uint32_t max_notify_size;
@@ -38,7 +53,14 @@ typedef struct hixl_opts {
     uint32_t max_streams;
     uint32_t max_layers;
     int32_t  log_level;
-    int32_t  require_peer_errors;
+    int32_t  error_mode;             /* hixl_error_mode_t */
+    char     secret[256];            /* "" when unset */
+    /* memory-type plugins and device paths */
+    char     plugin_dir[1024];       /* searched before the install dir */
+    char     plugins[256];           /* "all", "none" or names */
+    char     plugin_runtime[1024];   /* "name=library[,...]" */
+    int32_t  device_path;            /* hixl_device_path_t */
+    int32_t  device_nic_reg;
 } hixl_opts_t;
 
 /* Number of rows in the table (for iteration by hixl_config_print). */

@@ -3,6 +3,7 @@
  */
 #include "config.h"
 #include "peer.h"
+#include "device.h"
 #include "log.h"
 
 #include <ucs/config/global_opts.h>
@@ -25,9 +26,9 @@ hixl_peer_t *hixl_peer_create(hixl_engine_t *engine, int fd, int outgoing)
     peer->state    = HIXL_PEER_HANDSHAKE;
     peer->serial   = ++engine->next_peer_serial;
     atomic_init(&peer->refcount, 1);
-    atomic_init(&peer->ep_error, 0);
     atomic_init(&peer->inflight, 0);
     ctrl_conn_init(&peer->conn, fd);
+    pthread_mutex_init(&peer->lf_lock, NULL);
     return peer;
 }
 
@@ -50,6 +51,17 @@ void hixl_peer_retain(hixl_peer_t *peer)
     atomic_fetch_add(&peer->refcount, 1);
 }
 
+static void hixl_rregion_free(hixl_peer_t *peer, hixl_rregion_t *rr)
+{
+    if (rr->rkey != NULL) {
+        ucp_rkey_destroy(rr->rkey);
+    }
+    if (rr->dev != NULL) {
+        hixl_dev_rdev_put(peer->engine, rr->dev);
+    }
+    free(rr);
+}
+
 static void hixl_peer_free_rkeys(hixl_peer_t *peer)
 {
     hixl_rregion_t *rr;
@@ -57,16 +69,14 @@ static void hixl_peer_free_rkeys(hixl_peer_t *peer)
 
     for (i = 0; i < peer->rtab.count; ++i) {
         rr = (hixl_rregion_t*)peer->rtab.items[i];
-        ucp_rkey_destroy(rr->rkey);
-        free(rr);
+        hixl_rregion_free(peer, rr);
     }
     hixl_range_index_cleanup(&peer->rtab);
     peer->rtab_count = 0;
     while (peer->dead != NULL) {
         rr         = peer->dead;
         peer->dead = rr->next_dead;
-        ucp_rkey_destroy(rr->rkey);
-        free(rr);
+        hixl_rregion_free(peer, rr);
     }
 }
 
@@ -77,6 +87,8 @@ void hixl_peer_release(hixl_peer_t *peer)
     }
     /* closed before its last reference went: nothing of UCX is left */
     ctrl_conn_cleanup(&peer->conn);
+    free(peer->sent_gen);
+    pthread_mutex_destroy(&peer->lf_lock);
     free(peer);
 }
 
@@ -109,6 +121,14 @@ void hixl_peer_close(hixl_engine_t *engine, hixl_peer_t *peer,
     va_end(ap);
     peer->close_status = status;
     peer->state        = HIXL_PEER_CLOSED;
+    if (peer->outgoing) {
+        unsigned i = engine->closed_next++ % 8;
+
+        snprintf(engine->closed[i].name, sizeof(engine->closed[i].name), "%s",
+                 peer->name);
+        snprintf(engine->closed[i].reason, sizeof(engine->closed[i].reason),
+                 "%s", peer->close_reason);
+    }
     hixl_log_info("peer %s (%s): closed: %s", peer->name[0] ? peer->name :
                   "(handshake)", peer->outgoing ? "outgoing" : "accepted",
                   peer->close_reason);
@@ -144,6 +164,7 @@ void hixl_peer_close(hixl_engine_t *engine, hixl_peer_t *peer,
     }
     peer->notify_waiters = NULL;
     hixl_xfer_peer_closed(engine, peer);
+    hixl_layer_peer_closed(engine, peer);
 
     hixl_peer_unlink(engine, peer);
     pthread_cond_broadcast(&engine->cond);
@@ -157,8 +178,10 @@ void hixl_peer_reap_errors(hixl_engine_t *engine)
 
     for (peer = engine->peers; peer != NULL; peer = next) {
         next = peer->next;
-        err  = atomic_load(&peer->ep_error);
+        err  = (peer->ep_ctx != NULL) ? atomic_load(&peer->ep_ctx->status) : 0;
         if (err != 0) {
+            hixl_log_warn("peer %s: UCX endpoint error: %s", peer->name,
+                          ucs_status_string(err));
             hixl_peer_close(engine, peer, HIXL_FAILED, "transport error "
                             "from UCX: %s", ucs_status_string(err));
         }
@@ -233,17 +256,41 @@ hixl_status_t hixl_peer_region_add(hixl_peer_t *peer, const ctrl_msg_t *msg,
     rr->range.len  = len;
     rr->id         = msg->u.mem_add.id;
     rr->mem_type   = msg->u.mem_add.mem_type;
-    ustatus = ucp_ep_rkey_unpack(peer->ep, msg->u.mem_add.rkey.ptr, &rr->rkey);
-    if (ustatus != UCS_OK) {
+    if ((rr->mem_type != HIXL_MEM_HOST) && (rr->mem_type != HIXL_MEM_DEVICE)) {
         free(rr);
-        return hixl_error(HIXL_FAILED, "cannot unpack the remote key of "
-                          "region [0x%" PRIx64 ", +%" PRIu64 "): %s", addr,
-                          len, ucs_status_string(ustatus));
+        return hixl_error(HIXL_FAILED, "MEM_ADD of memory type %u",
+                          msg->u.mem_add.mem_type);
+    }
+    /* a composite key: the UCX part (host memory always, device memory
+     * when NIC-registered) and the device part (device memory) */
+    if ((msg->u.mem_add.rkey.len == 0) &&
+        ((rr->mem_type == HIXL_MEM_HOST) || (msg->u.mem_add.dev_key.len == 0))) {
+        free(rr);
+        return hixl_error(HIXL_FAILED, "MEM_ADD of [0x%" PRIx64 ", +%" PRIu64
+                          ") without a remote key", addr, len);
+    }
+    if (msg->u.mem_add.rkey.len != 0) {
+        ustatus = ucp_ep_rkey_unpack(peer->ep, msg->u.mem_add.rkey.ptr,
+                                     &rr->rkey);
+        if (ustatus != UCS_OK) {
+            free(rr);
+            return hixl_error(HIXL_FAILED, "cannot unpack the remote key of "
+                              "region [0x%" PRIx64 ", +%" PRIu64 "): %s", addr,
+                              len, ucs_status_string(ustatus));
+        }
+    }
+    if (rr->mem_type == HIXL_MEM_DEVICE) {
+        status = hixl_dev_rregion_create(peer->engine, rr,
+                                         msg->u.mem_add.dev_key.ptr,
+                                         msg->u.mem_add.dev_key.len);
+        if (status != HIXL_SUCCESS) {
+            hixl_rregion_free(peer, rr);   /* keeps the message */
+            return status;
+        }
     }
     status = hixl_range_insert(&peer->rtab, &rr->range);
     if (status != HIXL_SUCCESS) {
-        ucp_rkey_destroy(rr->rkey);
-        free(rr);
+        hixl_rregion_free(peer, rr);
         return status;
     }
     peer->rtab_count++;
@@ -264,6 +311,12 @@ hixl_status_t hixl_peer_region_del(hixl_peer_t *peer, uint64_t id,
     rr = (hixl_rregion_t*)peer->rtab.items[i];
     hixl_range_remove(&peer->rtab, &rr->range);
     peer->rtab_count--;
+    if (rr->dev != NULL) {
+        /* device copies still running hold their own reference; the
+         * import closes when the last one ends, before any revoke answer */
+        hixl_dev_rdev_put(peer->engine, rr->dev);
+        rr->dev = NULL;
+    }
     rr->next_dead = peer->dead;
     peer->dead    = rr;
     hixl_peer_reap_dead_regions(peer);
@@ -280,26 +333,36 @@ void hixl_peer_reap_dead_regions(hixl_peer_t *peer)
     while (peer->dead != NULL) {
         rr         = peer->dead;
         peer->dead = rr->next_dead;
-        ucp_rkey_destroy(rr->rkey);
-        free(rr);
+        hixl_rregion_free(peer, rr);
     }
 }
 
 static void hixl_peer_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
-    hixl_peer_t *peer = arg;
+    hixl_ep_ctx_t *ctx = arg;
 
     /* UCX's lock is held here: only flag it; the progress engine closes the
-     * peer under engine->lock (hixl_peer_reap_errors). */
-    hixl_log_warn("peer %s: UCX endpoint error: %s", peer->name,
-                  ucs_status_string(status));
-    atomic_store(&peer->ep_error, (int)status);
-    atomic_store(&peer->engine->peer_errors, 1);
+     * peer, if it still has this endpoint, under engine->lock
+     * (hixl_peer_reap_errors). */
+    hixl_log_debug("UCX endpoint %p error: %s", (void*)ep,
+                   ucs_status_string(status));
+    atomic_store(&ctx->status, (int)status);
+    atomic_store(&ctx->engine->peer_errors, 1);
 }
 
-/* The first attempt may fail only because no transport handles peer
+void hixl_ep_ctx_cleanup(hixl_engine_t *engine)
+{
+    hixl_ep_ctx_t *ctx;
+
+    while ((ctx = engine->ep_ctxs) != NULL) {
+        engine->ep_ctxs = ctx->next;
+        free(ctx);
+    }
+}
+
+/* A PEER-mode attempt may fail only because no transport handles peer
  * failure; UCX logs that as an ERROR although we recover from it, so keep
- * UCX quiet for that one call unless asked to require peer errors. */
+ * UCX quiet for that one call when a fallback follows. */
 static ucs_status_t hixl_peer_ep_create_quiet(hixl_engine_t *engine,
                                               const ucp_ep_params_t *params,
                                               ucp_ep_h *ep_p)
@@ -307,7 +370,7 @@ static ucs_status_t hixl_peer_ep_create_quiet(hixl_engine_t *engine,
     ucs_log_level_t saved = ucs_global_opts.log_component.log_level;
     ucs_status_t ustatus;
 
-    if (!engine->opts.require_peer_errors && (saved < UCS_LOG_LEVEL_DEBUG)) {
+    if (saved < UCS_LOG_LEVEL_DEBUG) {
         ucs_global_opts.log_component.log_level = UCS_LOG_LEVEL_FATAL;
     }
     ustatus = ucp_ep_create(engine->ucp_worker, params, ep_p);
@@ -315,41 +378,75 @@ static ucs_status_t hixl_peer_ep_create_quiet(hixl_engine_t *engine,
     return ustatus;
 }
 
+/*
+ * UCX's error mode decides which transports an endpoint may use: PEER mode
+ * only those that can report a dead peer.  On UCX 1.13 that excludes shared
+ * memory, so PEER to a peer on this host moves data over tcp loopback.  It is
+ * still the default (auto) wherever it reaches the peer: in NONE mode a peer
+ * that dies while UCX talks to it over tcp makes UCX abort the surviving
+ * process ("Fatal: unexpected error: Endpoint timeout", seen in the put
+ * handler of a target whose initiator was killed), and no library may let a
+ * peer's crash take its own process down.  Only where PEER cannot reach the
+ * peer (UCX_TLS=sm, posix,cma) does auto fall back to NONE; a dead peer is
+ * then found on the control connection, and shared memory has no
+ * connection for UCX to fail on.
+ */
 hixl_status_t hixl_peer_create_ep(hixl_engine_t *engine, hixl_peer_t *peer,
                                   const ctrl_bytes_t *worker_addr)
 {
+    int mode = engine->opts.error_mode;
+    ucs_status_t ustatus = UCS_ERR_UNREACHABLE;
     ucp_ep_params_t params;
-    ucs_status_t ustatus;
 
     if (worker_addr->len == 0) {
         return hixl_error(HIXL_FAILED, "peer sent an empty worker address");
+    }
+    peer->ep_ctx = calloc(1, sizeof(*peer->ep_ctx));
+    if (peer->ep_ctx == NULL) {
+        return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    peer->ep_ctx->engine = engine;
+    peer->ep_ctx->next   = engine->ep_ctxs;
+    engine->ep_ctxs      = peer->ep_ctx;
+    if (mode == HIXL_ERROR_MODE_AUTO) {
+        mode = HIXL_ERROR_MODE_PEER;
     }
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
                         UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                         UCP_EP_PARAM_FIELD_ERR_HANDLER;
     params.address         = (const ucp_address_t*)worker_addr->ptr;
-    params.err_mode        = UCP_ERR_HANDLING_MODE_PEER;
     params.err_handler.cb  = hixl_peer_ep_error_cb;
-    params.err_handler.arg = peer;
-    ustatus = hixl_peer_ep_create_quiet(engine, &params, &peer->ep);
-    if ((ustatus == UCS_ERR_UNREACHABLE) && !engine->opts.require_peer_errors) {
-        /* Some transports cannot report peer failure (UCX 1.13's shared
-         * memory: "no peer failure handler").  The control connection still
-         * detects a dead peer and closes the endpoint, so use them without
-         * UCX's error mode rather than not at all. */
-        hixl_log_info("%s: no transport with peer failure handling reaches "
-                      "it; using UCX error mode none (peer failure is "
-                      "detected on the control connection)", peer->name);
+    params.err_handler.arg = peer->ep_ctx;
+    if (mode == HIXL_ERROR_MODE_PEER) {
+        params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+        if (engine->opts.error_mode == HIXL_ERROR_MODE_PEER) {
+            ustatus = ucp_ep_create(engine->ucp_worker, &params, &peer->ep);
+        } else {
+            ustatus = hixl_peer_ep_create_quiet(engine, &params, &peer->ep);
+            if (ustatus == UCS_ERR_UNREACHABLE) {
+                hixl_log_info("%s: no transport with peer-failure handling "
+                              "reaches it (UCX_TLS=%s); using UCX error mode "
+                              "none, a dead peer is found on the control "
+                              "connection", peer->name, getenv("UCX_TLS") ?
+                              getenv("UCX_TLS") : "default");
+                mode = HIXL_ERROR_MODE_NONE;
+            }
+        }
+    }
+    if (mode == HIXL_ERROR_MODE_NONE) {
         params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
         ustatus = ucp_ep_create(engine->ucp_worker, &params, &peer->ep);
     }
     if (ustatus != UCS_OK) {
         peer->ep = NULL;
         return hixl_error(HIXL_FAILED, "cannot create a UCX endpoint to %s: "
-                          "%s (UCX_TLS=%s)", peer->name,
+                          "%s (UCX_TLS=%s, hixl.ErrorMode %s)", peer->name,
                           ucs_status_string(ustatus),
-                          getenv("UCX_TLS") ? getenv("UCX_TLS") : "default");
+                          getenv("UCX_TLS") ? getenv("UCX_TLS") : "default",
+                          (mode == HIXL_ERROR_MODE_PEER) ? "peer" : "none");
     }
+    hixl_log_debug("%s: endpoint in UCX error mode %s", peer->name,
+                   (mode == HIXL_ERROR_MODE_PEER) ? "peer" : "none");
     return HIXL_SUCCESS;
 }

@@ -15,17 +15,36 @@
 #include "engine.h"
 #include "range_index.h"
 
+typedef enum hixl_auth_state {
+    HIXL_AUTH_NONE,        /* no challenge sent or received (yet) */
+    HIXL_AUTH_CHALLENGED,  /* listener: challenge sent, answer awaited;
+                              connector: challenge answered */
+    HIXL_AUTH_DONE
+} hixl_auth_state_t;
+
 typedef enum hixl_peer_state {
     HIXL_PEER_HANDSHAKE,   /* connected, HELLO / table not complete yet */
     HIXL_PEER_READY,
     HIXL_PEER_CLOSED
 } hixl_peer_state_t;
 
+typedef struct hixl_layer_source hixl_layer_source_t;
+
+/* What a UCX endpoint's error callback gets as its argument.  UCX may call
+ * it even after the endpoint was force-closed and the peer freed, so it
+ * lives until the engine (and its worker) is destroyed. */
+typedef struct hixl_ep_ctx {
+    struct hixl_ep_ctx *next;
+    hixl_engine_t      *engine;
+    atomic_int          status;   /* ucs_status_t reported, 0 if none */
+} hixl_ep_ctx_t;
+
 typedef struct hixl_rregion {
     hixl_range_t         range;     /* first: indexed by address */
     uint64_t             id;
     uint32_t             mem_type;
-    ucp_rkey_h           rkey;
+    ucp_rkey_h           rkey;      /* NULL: device memory not NIC-mapped */
+    struct hixl_rdev    *dev;       /* device memory: its key (device.h) */
     struct hixl_rregion *next_dead;
 } hixl_rregion_t;
 
@@ -43,15 +62,23 @@ struct hixl_peer {
     atomic_uint           refcount;
     uint64_t              serial;
     int                   outgoing;
+    int                   same_host;    /* outgoing: listener on this host */
     hixl_peer_state_t     state;
     hixl_status_t         close_status;
     char                  close_reason[256];
     char                  name[HIXL_ENGINE_NAME_MAX + 1];   /* canonical */
     char                  alias[HIXL_ENGINE_NAME_MAX + 1];  /* as connected */
     uint64_t              handshake_deadline;
+    /* handshake: what an accepted peer claimed in HELLO, kept until it has
+     * authenticated; the nonces of both sides (auth.h) */
+    char                  claimed[HIXL_ENGINE_NAME_MAX + 1];
+    uint64_t              claimed_instance;
+    int                   auth_state;   /* hixl_auth_state_t */
+    uint8_t               nonce_local[32];
+    uint8_t               nonce_remote[32];
     ctrl_conn_t           conn;
     ucp_ep_h              ep;
-    atomic_int            ep_error;     /* ucs_status_t from UCX, 0 if none */
+    hixl_ep_ctx_t        *ep_ctx;       /* with the endpoint */
     hixl_range_index_t    rtab;
     size_t                rtab_count;
     hixl_rregion_t       *dead;         /* revoked; rkeys freed when idle */
@@ -59,6 +86,15 @@ struct hixl_peer {
     uint64_t              sync_acked;   /* highest SYNC_ACK token seen */
     uint64_t              next_seq;
     hixl_notify_waiter_t *notify_waiters;
+    /* layer signals, outgoing side: the listener's bounds, and per stream
+     * the newest generation flushed + 1 (0: none), allocated on first use */
+    uint32_t              remote_max_streams;
+    uint32_t              remote_max_layers;
+    uint64_t             *sent_gen;
+    pthread_mutex_t       lf_lock;      /* lf_pending (UCX callbacks too) */
+    struct hixl_layer_flush *lf_pending; /* layer flushes in flight */
+    /* layer signals, accepted side: the table of the engine it is */
+    hixl_layer_source_t  *layer_src;
 };
 
 /* New peer around a connected socket, in HANDSHAKE, not yet listed. */
@@ -96,6 +132,9 @@ hixl_status_t hixl_peer_region_del(hixl_peer_t *peer, uint64_t id,
 
 /* Destroy revoked rkeys once nothing is in flight to the peer. */
 void hixl_peer_reap_dead_regions(hixl_peer_t *peer);
+
+/* Free every endpoint context (engine destroy, after the worker is gone). */
+void hixl_ep_ctx_cleanup(hixl_engine_t *engine);
 
 /* Create the UCX endpoint from the listener's worker address. */
 hixl_status_t hixl_peer_create_ep(hixl_engine_t *engine, hixl_peer_t *peer,

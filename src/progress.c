@@ -12,6 +12,7 @@
 #include "config.h"
 #include "peer.h"
 #include "clock.h"
+#include "device.h"
 #include "log.h"
 
 #include <errno.h>
@@ -106,6 +107,8 @@ unsigned hixl_progress(hixl_engine_t *engine)
 {
     unsigned n = ucp_worker_progress(engine->ucp_worker);
 
+    /* device copies and staging (a no-op while none is in flight) */
+    n += hixl_dev_progress(engine);
     /* Sockets carry only control traffic: look at them on every 16th call,
      * or when UCX had nothing, so a polling loop is not a syscall loop. */
     if ((n == 0) || ((++engine->poll_count & 15) == 0) ||
@@ -113,6 +116,18 @@ unsigned hixl_progress(hixl_engine_t *engine)
         n += hixl_poll_control(engine, 0);
     }
     return n;
+}
+
+void hixl_progress_control(hixl_engine_t *engine)
+{
+    if (!engine->progress_running) {
+        hixl_poll_control(engine, 0);
+    }
+}
+
+unsigned hixl_engine_progress(hixl_engine_t *engine)
+{
+    return (engine != NULL) ? hixl_progress(engine) : 0;
 }
 
 void hixl_progress_kick(hixl_engine_t *engine)

@@ -72,8 +72,10 @@ hixl_request_t *hixl_req_get(hixl_req_pool_t *pool, uint16_t serial)
     req->notify_len  = 0;
     req->errmsg[0]   = '\0';
     atomic_store(&req->pending, 1);
+    atomic_store(&req->data_pending, 1);
     atomic_store(&req->status, HIXL_SUCCESS);
     atomic_store(&req->await_ack, 0);
+    atomic_store(&req->flush_pending, 0);
     atomic_store(&req->state, HIXL_REQ_ACTIVE);
     return req;
 }

@@ -5,9 +5,11 @@
  *
  * A request counts its outstanding completions in `pending`: one held by the
  * poster until posting is done, one for the UCX flush that proves remote
- * completion, one for the NOTIFY_ACK of a per-transfer notify.  Whoever
- * drops the last one finishes it.  The first failure wins `status` and
- * writes `errmsg`.
+ * completion, one for the device work of the transfer (device.h), one for
+ * the NOTIFY_ACK of a per-transfer notify.  Whoever drops the last one
+ * finishes it.  All but the notify's are also counted in `data_pending`,
+ * whose last drop means every byte is at its destination: only then is
+ * the notify sent.  The first failure wins `status` and writes `errmsg`.
  */
 #ifndef HIXL_REQUEST_H_
 #define HIXL_REQUEST_H_
@@ -29,8 +31,13 @@ typedef enum hixl_req_state {
 typedef struct hixl_request {
     atomic_uint          state;
     atomic_uint          pending;
+    atomic_uint          data_pending; /* of pending: holds until the data
+                                          is at its destination (poster,
+                                          flush, device work) */
     atomic_int           status;
     atomic_int           await_ack;    /* NOTIFY sent, ack not yet seen */
+    atomic_uint          flush_pending; /* (gen << 1) | 1 while our UCX
+                                           flush is out, else 0 (transfer.c) */
     uint16_t             gen;
     uint32_t             index;
     uint64_t             handle;
@@ -76,12 +83,22 @@ typedef struct hixl_engine hixl_engine_t;
 /* Drop one pending completion; the last one finishes the request. */
 void hixl_xfer_complete_one(hixl_engine_t *engine, hixl_request_t *req);
 
+/* Drop one data-pending (and pending) count; the last data-pending one
+ * sends the per-transfer notify, if any, now that every byte landed. */
+void hixl_xfer_data_done(hixl_engine_t *engine, hixl_request_t *req);
+
 /* NOTIFY_ACK for a per-transfer notify (engine->lock held). */
 void hixl_xfer_notify_acked(hixl_engine_t *engine, uint64_t seq,
                             hixl_status_t status);
 
 /* The peer is gone: fail requests still waiting for its NOTIFY_ACK. */
 void hixl_xfer_peer_closed(hixl_engine_t *engine, hixl_peer_t *peer);
+
+/* Finalize, after the worker is gone: free the flush tokens. */
+void hixl_xfer_tokens_cleanup(hixl_engine_t *engine);
+
+/* Finalize: drop what requests never reported still hold (their peers). */
+void hixl_xfer_abandon_all(hixl_engine_t *engine);
 
 /* Sequence numbers of per-transfer notifies carry this bit and the request
  * handle, so the ack finds its request without a lookup table. */

@@ -7,6 +7,9 @@
  * cached rkey, then one ucp_ep_flush_nbx whose completion proves every
  * byte reached its destination.  The request completes on that flush, so
  * COMPLETED means "visible at the destination", not merely "sent".
+ * Descriptors with device memory on either side go to device_path.c (IPC
+ * copy or staging, see device.h); the request then also waits for that
+ * device work.
  *
  * Per descriptor the hot path does two range lookups (usually the hint) and
  * one UCX call: no allocation, no lock, no system call of its own.
@@ -14,6 +17,7 @@
 #include "config.h"
 #include "peer.h"
 #include "clock.h"
+#include "device.h"
 #include "handle.h"
 #include "log.h"
 
@@ -100,19 +104,96 @@ static void hixl_xfer_flushed(hixl_engine_t *engine, hixl_request_t *req,
                       req->peer->name, ucs_status_string(ustatus),
                       req->peer->close_reason[0] ? "; " : "",
                       req->peer->close_reason);
-    } else if ((req->notify_name != NULL) &&
-               (atomic_load(&req->status) == HIXL_SUCCESS)) {
+    }
+    hixl_xfer_data_done(engine, req);
+}
+
+void hixl_xfer_data_done(hixl_engine_t *engine, hixl_request_t *req)
+{
+    /* the last data-bearing completion (UCX flush, device copies, staged
+     * chunks) sends the notify: it must not overtake any of them */
+    if ((atomic_fetch_sub(&req->data_pending, 1) == 1) &&
+        (req->notify_name != NULL) &&
+        (atomic_load(&req->status) == HIXL_SUCCESS)) {
         hixl_xfer_send_notify(engine, req);
     }
     hixl_xfer_complete_one(engine, req);
 }
 
+/*
+ * A transfer's UCX flush carries a token, not the request: UCX 1.13 may
+ * call a force-closed endpoint's flush back only when the worker is
+ * destroyed, long after hixl_peer_close settled the request (FAILED) and
+ * the application reused its slot.  The token names the request and the
+ * generation it was posted with; whoever clears req->flush_pending for that
+ * generation first (this callback, or hixl_xfer_peer_closed) settles it.
+ * Tokens live until the engine is destroyed, after its worker.
+ */
+typedef struct hixl_flush_token {
+    struct hixl_flush_token *next;       /* free list */
+    struct hixl_flush_token *next_all;   /* every token, for cleanup */
+    hixl_engine_t           *engine;
+    hixl_request_t          *req;
+    unsigned                 pending;    /* req->flush_pending when posted */
+} hixl_flush_token_t;
+
+static hixl_flush_token_t *hixl_token_get(hixl_engine_t *engine)
+{
+    hixl_flush_token_t *t;
+
+    pthread_mutex_lock(&engine->token_lock);
+    t = engine->tokens_free;
+    if (t != NULL) {
+        engine->tokens_free = t->next;
+    } else {
+        t = calloc(1, sizeof(*t));   /* grows to the peak in flight, once */
+        if (t != NULL) {
+            t->engine          = engine;
+            t->next_all        = engine->tokens_all;
+            engine->tokens_all = t;
+        }
+    }
+    pthread_mutex_unlock(&engine->token_lock);
+    return t;
+}
+
+static void hixl_token_put(hixl_flush_token_t *t)
+{
+    hixl_engine_t *engine = t->engine;
+
+    pthread_mutex_lock(&engine->token_lock);
+    t->next             = engine->tokens_free;
+    engine->tokens_free = t;
+    pthread_mutex_unlock(&engine->token_lock);
+}
+
+void hixl_xfer_tokens_cleanup(hixl_engine_t *engine)
+{
+    hixl_flush_token_t *t;
+
+    while ((t = engine->tokens_all) != NULL) {
+        engine->tokens_all = t->next_all;
+        free(t);
+    }
+    engine->tokens_free = NULL;
+}
+
+/* Settle the flush of `req` if it is still the one `pending` names. */
+static void hixl_xfer_flush_settle(hixl_engine_t *engine, hixl_request_t *req,
+                                   unsigned pending, ucs_status_t ustatus)
+{
+    if (atomic_compare_exchange_strong(&req->flush_pending, &pending, 0)) {
+        hixl_xfer_flushed(engine, req, ustatus);
+    }
+}
+
 static void hixl_xfer_flush_cb(void *request, ucs_status_t ustatus,
                                void *user_data)
 {
-    hixl_request_t *req = user_data;
+    hixl_flush_token_t *t = user_data;
 
-    hixl_xfer_flushed(req->peer->engine, req, ustatus);
+    hixl_xfer_flush_settle(t->engine, t->req, t->pending, ustatus);
+    hixl_token_put(t);
     ucp_request_free(request);
 }
 
@@ -139,19 +220,44 @@ void hixl_xfer_notify_acked(hixl_engine_t *engine, uint64_t seq,
 void hixl_xfer_peer_closed(hixl_engine_t *engine, hixl_peer_t *peer)
 {
     hixl_request_t *req;
+    unsigned pending;
     uint32_t i;
     int one;
 
     for (i = 0; i < engine->reqs.size; ++i) {
         req = &engine->reqs.reqs[i];
+        if (req->peer != peer) {
+            continue;
+        }
+        /* the forced close may not call its flush back before the worker
+         * is destroyed: settle it here (FAILED, unless it already landed) */
+        pending = atomic_load(&req->flush_pending);
+        if (pending & 1) {
+            hixl_xfer_flush_settle(engine, req, pending, UCS_ERR_CANCELED);
+        }
         one = 1;
-        if ((req->peer == peer) &&
+        if (
             atomic_compare_exchange_strong(&req->await_ack, &one, 0)) {
             hixl_req_fail(req, HIXL_NOTIFY_FAILED, "data of the %s to %s "
                           "landed, but the peer went away before it took the "
                           "notify: %s", hixl_op_name(req->op), peer->name,
                           peer->close_reason);
             hixl_xfer_complete_one(engine, req);
+        }
+    }
+}
+
+void hixl_xfer_abandon_all(hixl_engine_t *engine)
+{
+    hixl_request_t *req;
+    uint32_t i;
+
+    for (i = 0; i < engine->reqs.size; ++i) {
+        req = &engine->reqs.reqs[i];
+        if ((atomic_load(&req->state) != HIXL_REQ_FREE) &&
+            (req->peer != NULL)) {
+            hixl_peer_release(req->peer);
+            req->peer = NULL;
         }
     }
 }
@@ -190,6 +296,9 @@ static hixl_status_t hixl_xfer_validate(hixl_engine_t *engine,
 {
     const hixl_transfer_op_desc_t *d;
     hixl_range_t *straddle;
+    hixl_region_t *region;
+    hixl_rregion_t *rr;
+    hixl_status_t status;
     char owner[HIXL_ENGINE_NAME_MAX + 16];
     size_t i;
 
@@ -200,19 +309,32 @@ static hixl_status_t hixl_xfer_validate(hixl_engine_t *engine,
             continue;
         }
         straddle = NULL;
-        if (hixl_range_find(&engine->mem.by_addr, d->local_addr, d->len,
-                            &straddle) == NULL) {
+        region   = (hixl_region_t*)hixl_range_find(&engine->mem.by_addr,
+                                                   d->local_addr, d->len,
+                                                   &straddle);
+        if (region == NULL) {
             return hixl_xfer_bad_desc(i, "local", d->local_addr, d->len,
                                       straddle, "with this engine");
         }
         straddle = NULL;
-        if (hixl_range_find(&peer->rtab, d->remote_addr, d->len,
-                            &straddle) == NULL) {
+        rr       = (hixl_rregion_t*)hixl_range_find(&peer->rtab,
+                                                    d->remote_addr, d->len,
+                                                    &straddle);
+        if (rr == NULL) {
             snprintf(owner, sizeof(owner), "by %s", peer->name);
             *remote_miss = (straddle == NULL) &&
                            (d->remote_addr + d->len >= d->remote_addr);
             return hixl_xfer_bad_desc(i, "remote", d->remote_addr, d->len,
                                       straddle, owner);
+        }
+        /* device memory on either side: some path must carry it, or the
+         * whole transfer is refused before anything moves */
+        if ((region->type != HIXL_MEM_HOST) ||
+            (rr->mem_type != HIXL_MEM_HOST)) {
+            status = hixl_dev_route(engine, peer, i, d, region, rr, NULL);
+            if (status != HIXL_SUCCESS) {
+                return status;
+            }
         }
     }
     return HIXL_SUCCESS;
@@ -259,11 +381,15 @@ static void hixl_xfer_post(hixl_engine_t *engine, hixl_peer_t *peer,
                            size_t num_descs)
 {
     const hixl_transfer_op_desc_t *d;
+    hixl_dev_unit_t *unit = NULL;
+    hixl_flush_token_t *token;
+    unsigned pending;
     hixl_region_t *region;
     hixl_rregion_t *rr;
     ucp_request_param_t param;
     ucs_status_ptr_t sp;
     size_t i;
+    int rc;
 
     memset(&param, 0, sizeof(param));
     param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMH;
@@ -276,6 +402,18 @@ static void hixl_xfer_post(hixl_engine_t *engine, hixl_peer_t *peer,
                                                  d->local_addr, d->len, NULL);
         rr     = (hixl_rregion_t*)hixl_range_find(&peer->rtab, d->remote_addr,
                                                   d->len, NULL);
+        if ((region->type != HIXL_MEM_HOST) ||
+            (rr->mem_type != HIXL_MEM_HOST)) {
+            /* device memory: a device copy (IPC) or the staging pipeline,
+             * or, when both sides are NIC-registered, the UCX call below */
+            rc = hixl_dev_post(engine, peer, req, &unit, i, d, region, rr);
+            if (rc < 0) {
+                break;
+            }
+            if (rc > 0) {
+                continue;
+            }
+        }
         param.memh = region->memh;
         if (req->op == HIXL_WRITE) {
             sp = ucp_put_nbx(peer->ep, (void*)d->local_addr, d->len,
@@ -296,18 +434,38 @@ static void hixl_xfer_post(hixl_engine_t *engine, hixl_peer_t *peer,
         }
     }
 
+    if (unit != NULL) {
+        hixl_dev_submit(engine, unit);   /* the request waits for it */
+    }
+
     /* Flush even after a failure: what was posted must be done before the
      * request (and the caller's buffers) are released. */
+    token   = hixl_token_get(engine);
+    pending = ((unsigned)req->gen << 1) | 1;
     memset(&param, 0, sizeof(param));
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.send      = hixl_xfer_flush_cb;
-    param.user_data    = req;
+    param.user_data    = token;
     atomic_fetch_add(&req->pending, 1);
-    sp = ucp_ep_flush_nbx(peer->ep, &param);
-    if (sp == NULL) {
-        hixl_xfer_flushed(engine, req, UCS_OK);
-    } else if (UCS_PTR_IS_ERR(sp)) {
-        hixl_xfer_flushed(engine, req, UCS_PTR_STATUS(sp));
+    atomic_fetch_add(&req->data_pending, 1);
+    atomic_store(&req->flush_pending, pending);
+    if (token == NULL) {
+        /* no token, no safe way to wait for UCX's callback: fail it now */
+        hixl_req_fail(req, HIXL_RESOURCE_EXHAUSTED, "out of memory for a "
+                      "flush token");
+        sp = UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
+    } else {
+        token->req     = req;
+        token->pending = pending;
+        sp = ucp_ep_flush_nbx(peer->ep, &param);
+    }
+    if (UCS_PTR_IS_PTR(sp)) {
+        return;   /* settled by hixl_xfer_flush_cb or at peer close */
+    }
+    hixl_xfer_flush_settle(engine, req, pending,
+                           (sp == NULL) ? UCS_OK : UCS_PTR_STATUS(sp));
+    if (token != NULL) {
+        hixl_token_put(token);
     }
 }
 
@@ -447,9 +605,12 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
 
     hixl_xfer_post(engine, peer, req, descs, num_descs);
     *req_p = req;
-    /* drop the poster's hold: the request may finish right here */
-    hixl_xfer_complete_one(engine, req);
-    hixl_progress_kick(engine);
+    /* drop the poster's hold: the request may finish right here (shared
+     * memory completes inline), and then nobody needs waking */
+    hixl_xfer_data_done(engine, req);
+    if (atomic_load(&req->state) == HIXL_REQ_ACTIVE) {
+        hixl_progress_kick(engine);
+    }
     return HIXL_SUCCESS;
 }
 
@@ -505,6 +666,7 @@ hixl_status_t hixl_transfer_async(hixl_engine_t *engine, const char *remote,
     if (req_p == NULL) {
         return hixl_error(HIXL_PARAM_INVALID, "req_p is NULL");
     }
+    hixl_progress_control(engine);
     pthread_mutex_lock(&engine->lock);
     status = hixl_xfer_start(engine, remote, op, descs, num_descs, args, &req);
     pthread_mutex_unlock(&engine->lock);
@@ -574,6 +736,7 @@ hixl_status_t hixl_transfer_sync(hixl_engine_t *engine, const char *remote,
     args.field_mask = HIXL_TRANSFER_ARG_TIMEOUT;
     args.timeout_ms = timeout_ms;
 
+    hixl_progress_control(engine);
     pthread_mutex_lock(&engine->lock);
     status = hixl_xfer_start(engine, remote, op, descs, num_descs, &args, &req);
     pthread_mutex_unlock(&engine->lock);

@@ -173,17 +173,46 @@ HIXL_API const char *hixl_engine_name(const hixl_engine_t *engine);
 /**
  * Register a region (hixl::Hixl::RegisterMem).  HOST memory is mapped with
  * ucp_mem_map and its remote key packed once.  Regions may be registered
- * after connecting; connected peers learn of it before this call returns
- * when they are reachable, and a peer that has not yet learned of it asks
- * for it before refusing a descriptor.  Regions must not overlap.
+ * after connecting: connected peers are told at once, and a peer that has
+ * not yet heard of it when it transfers into it asks before refusing the
+ * descriptor, so a transfer that follows this call (by any channel) never
+ * fails for not knowing the region.  Regions must not overlap.
+ *
+ * DEVICE memory is handed to the memory-type plugin that claims the
+ * address (hixl_plugin_print lists them; Ascend HBM through the ACL
+ * runtime); UNSUPPORTED, with the reason, when none does.  Peers on this
+ * node reach it by IPC and one device copy; others through a host staging
+ * pool (BufferPool), or with RDMA when hixl.DeviceNicReg registers it with
+ * UCX.  See hixl.DevicePath.
  */
 HIXL_API hixl_status_t hixl_register_mem(hixl_engine_t *engine,
                                 const hixl_mem_desc_t *mem,
                                 hixl_mem_type_t type,
                                 hixl_mem_handle_t *handle_p);
 
-/** Deregister a region (hixl::Hixl::DeregisterMem).  A handle already
- *  deregistered, or from another engine, is PARAM_INVALID. */
+/**
+ * Allocate and register len bytes (an extension to hixl, whose users
+ * allocate with aclrtMallocHost / aclrtMalloc before registering).  UCX
+ * allocates the memory where its transports reach it best: on the same host,
+ * puts and gets into memory allocated here go straight through shared memory,
+ * while registered malloc'd memory is reached by UCX 1.13 only through
+ * active-message emulation (several times slower).  Allocate the memory that
+ * peers write into (the decode KV cache) here.  hixl_deregister_mem() frees
+ * it.  RESOURCE_EXHAUSTED when UCX cannot allocate it.
+ */
+HIXL_API hixl_status_t hixl_alloc_mem(hixl_engine_t *engine, size_t len,
+                                      hixl_mem_type_t type, void **addr_p,
+                                      hixl_mem_handle_t *handle_p);
+
+/**
+ * Deregister a region (hixl::Hixl::DeregisterMem).  Connected peers are
+ * told first and must confirm that nothing they posted into it is still in
+ * flight; only then is it unmapped and SUCCESS returned, and the memory may
+ * be freed.  A peer that does not confirm within hixl.ConnectTimeoutMs is
+ * disconnected and the call returns TIMEOUT: the region is out of use but
+ * still registered, so keep the memory and call again (it then succeeds).
+ * A handle already deregistered, or from another engine, is PARAM_INVALID.
+ */
 HIXL_API hixl_status_t hixl_deregister_mem(hixl_engine_t *engine,
                                   hixl_mem_handle_t handle);
 
@@ -245,6 +274,58 @@ HIXL_API hixl_status_t hixl_transfer_async(hixl_engine_t *engine, const char *re
 HIXL_API hixl_status_t hixl_get_transfer_status(hixl_engine_t *engine, hixl_req_t req,
                                        hixl_transfer_status_t *status_p);
 
+/* ---- Layer-granular flush ----------------------------------------------- */
+
+/*
+ * Layer signals let a decode engine start on layer 0 of a KV cache while
+ * later layers are still in flight:
+ *
+ *   prefill:  for L in layers: post the writes of layer L to D;
+ *                              hixl_flush_layer(P, D, stream, gen, L);
+ *   decode:   for L in layers: hixl_wait_layer(D, P, stream, gen, L, ...);
+ *                              compute on layer L;
+ *
+ * Contract: when decode observes (stream, gen, layer) from prefill, every
+ * write prefill posted to decode before that hixl_flush_layer call is
+ * visible in decode's memory.
+ *
+ * Streams are ids chosen by the application (a request slot, say), from 0
+ * to the decode engine's hixl.MaxStreams - 1; layers from 0 to its
+ * hixl.MaxLayers - 1.  The generation tells uses of a stream apart: give each
+ * use a larger generation than the last (a request id, a counter).  A signal
+ * of a newer generation supersedes the older one, whose waiters get FAILED;
+ * signals of an older generation are dropped.  No reset call is needed and
+ * none can race.
+ */
+
+/** Prefill side: declare that layer `layer` of (stream, generation) has
+ *  been fully posted to remote_engine.  Non-blocking: the signal follows once
+ *  UCX has flushed everything posted to remote_engine before this call.
+ *  PARAM_INVALID when stream or layer is beyond what remote_engine accepts,
+ *  or generation is older than one already flushed on that stream. */
+HIXL_API hixl_status_t hixl_flush_layer(hixl_engine_t *engine,
+                                        const char *remote_engine,
+                                        uint32_t stream, uint64_t generation,
+                                        uint32_t layer);
+
+/** Decode side: wait until source_engine has flushed (stream, generation,
+ *  layer) to this engine.  SUCCESS when it has; TIMEOUT after timeout_ms;
+ *  FAILED when a newer generation superseded this one or the source's
+ *  connection closed.  The source need not be connected yet when the wait
+ *  starts.  With the progress thread on, this reads the signal table and
+ *  needs no other call. */
+HIXL_API hixl_status_t hixl_wait_layer(hixl_engine_t *engine,
+                                       const char *source_engine,
+                                       uint32_t stream, uint64_t generation,
+                                       uint32_t layer, int32_t timeout_ms);
+
+/** Decode side, non-blocking: *ready_p is 1 when (stream, generation, layer)
+ *  is visible, else 0.  FAILED as for hixl_wait_layer. */
+HIXL_API hixl_status_t hixl_test_layer(hixl_engine_t *engine,
+                                       const char *source_engine,
+                                       uint32_t stream, uint64_t generation,
+                                       uint32_t layer, int *ready_p);
+
 /* ---- Notifies ----------------------------------------------------------- */
 
 /** Send a notify to a connected peer (hixl::Hixl::SendNotify).  Notifies
@@ -263,6 +344,15 @@ HIXL_API hixl_status_t hixl_get_notifies(hixl_engine_t *engine,
 
 HIXL_API void hixl_release_notifies(hixl_notify_t *notifies, size_t count);
 
+/* ---- Progress ----------------------------------------------------------- */
+
+/** Drive the engine once: UCX progress and the control connections.  Only
+ *  needed with hixl.ProgressThread=0, by an engine that waits for peers
+ *  without calling anything else (a passive target over tcp, a listener
+ *  accepting connects); every other call progresses by itself.  Returns the
+ *  number of events handled. */
+HIXL_API unsigned hixl_engine_progress(hixl_engine_t *engine);
+
 /* ---- Diagnostics -------------------------------------------------------- */
 
 /** Name of a status ("HIXL_TIMEOUT"); "HIXL_UNKNOWN_STATUS" for others. */
@@ -280,8 +370,23 @@ HIXL_API const char *hixl_version(void);
 HIXL_API hixl_status_t hixl_config_print(FILE *stream, const hixl_option_t *options,
                                 size_t num_options);
 
+/** Print the memory-type plugins an engine given these options would load
+ *  (hixl.PluginDir, then the installation's plugin directory): each one's
+ *  name and file, and whether it found its device runtime (hixl.PluginRuntime)
+ *  or why it is not used.  Device memory (HIXL_MEM_DEVICE) can be
+ *  registered only through a plugin whose runtime was found. */
+HIXL_API hixl_status_t hixl_plugin_print(FILE *stream,
+                                         const hixl_option_t *options,
+                                         size_t num_options);
+
 #ifdef __cplusplus
 }
+#endif
+
+/* C++ code written against CANN hixl includes <hixl/hixl.h> and expects the
+ * class hixl::Hixl: give it the header-only one (HIXL_NO_CXX_API: C only). */
+#if defined(__cplusplus) && !defined(HIXL_NO_CXX_API)
+#include <hixl/hixl.hpp>
 #endif
 
 #endif /* HIXL_HIXL_H_ */

@@ -1,0 +1,1 @@
+LIBDIR = '/usr/local/lib'

@@ -1,0 +1,410 @@
+/*
+ * Hostile peers on the control connection.  A raw client sends a listening
+ * engine truncated, oversized, wrong-version, out-of-order and garbage
+ * messages; a raw server answers a connecting engine with bad handshakes
+ * and bad memory tables.  Each must end that one connection (with a logged
+ * reason) and nothing else: after every attack the engine still serves a
+ * well-behaved peer, with bytes verified.
+ */
+#include "harness.h"
+#include "ctrl_msg.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ---- raw sockets ---------------------------------------------------------- */
+
+static int raw_connect(const char *name)
+{
+    struct sockaddr_in sin;
+    char host[64];
+    int fd, port;
+
+    ck_assert(sscanf(name, "%63[^:]:%d", host, &port) == 2);
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_port   = htons((uint16_t)port);
+    ck_assert(inet_pton(AF_INET, host, &sin.sin_addr) == 1);
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert(fd >= 0);
+    ck_assert(connect(fd, (struct sockaddr*)&sin, sizeof(sin)) == 0);
+    return fd;
+}
+
+static void raw_write(int fd, const void *buf, size_t len)
+{
+    /* the engine may close on the first bad byte: EPIPE is fine */
+    (void)!send(fd, buf, len, MSG_NOSIGNAL);
+}
+
+static void raw_send(int fd, const ctrl_msg_t *msg)
+{
+    ctrl_buf_t buf = {NULL, 0, 0};
+
+    ck_assert(ctrl_msg_encode(&buf, msg) == HIXL_SUCCESS);
+    raw_write(fd, buf.data, buf.len);
+    ctrl_buf_cleanup(&buf);
+}
+
+/* The engine closes the connection within the timeout (reads until EOF). */
+static void assert_dropped(int fd, const char *attack)
+{
+    struct pollfd pfd = {fd, POLLIN, 0};
+    char buf[4096];
+    ssize_t n = 1;
+
+    while ((n > 0) && (poll(&pfd, 1, HX_OP_TIMEOUT_MS) == 1)) {
+        n = recv(fd, buf, sizeof(buf), 0);
+    }
+    ck_assert_msg(n <= 0, "engine kept the connection of attack \"%s\"",
+                  attack);
+    close(fd);
+}
+
+static void hello_msg(ctrl_msg_t *m, const char *name)
+{
+    memset(m, 0, sizeof(*m));
+    m->type                = CTRL_HELLO;
+    m->u.hello.name        = ctrl_bytes(name, strlen(name));
+    m->u.hello.host        = ctrl_bytes("h", 1);
+    m->u.hello.worker_addr = ctrl_bytes("x", 1);
+}
+
+/* ---- a listener under attack ------------------------------------------------ */
+
+typedef struct victim {
+    hixl_engine_t *engine;
+    void          *mem;
+    const char    *name;
+} victim_t;
+
+static void victim_start(victim_t *v)
+{
+    hixl_mem_handle_t h;
+
+    v->engine = hx_engine("127.0.0.1:0", "hixl.ListenEphemeral", "1",
+                          "hixl.ConnectTimeoutMs", "2000", NULL);
+    v->name   = hixl_engine_name(v->engine);
+    hx_ok(hixl_alloc_mem(v->engine, 1 << 16, HIXL_MEM_HOST, &v->mem, &h));
+}
+
+/* A well-behaved peer still connects and writes verified bytes. */
+static void victim_still_serves(victim_t *v, uint64_t seed)
+{
+    hixl_engine_t *good = hx_engine("127.0.0.1", NULL);
+    char src[4096];
+    hixl_transfer_op_desc_t d = {(uintptr_t)src, (uintptr_t)v->mem,
+                                 sizeof(src)};
+
+    hx_pat_fill(src, sizeof(src), seed, 0);
+    hx_register(good, src, sizeof(src));
+    hx_ok(hixl_connect(good, v->name, HX_OP_TIMEOUT_MS));
+    hx_ok(hixl_transfer_sync(good, v->name, HIXL_WRITE, &d, 1,
+                             HX_OP_TIMEOUT_MS));
+    hx_pat_assert(v->mem, sizeof(src), seed, 0, "victim memory");
+    hx_ok(hixl_finalize(good));
+}
+
+/* Each attack: bytes to send on a fresh connection. */
+typedef void (*attack_fn)(int fd);
+
+static void attack_garbage(int fd)
+{
+    raw_write(fd, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 27);
+}
+
+static void attack_bad_magic(int fd)
+{
+    raw_write(fd, "NOPE\x01\x00\x01\x00\x00\x00\x00\x00", 12);
+}
+
+static void attack_wrong_version(int fd)
+{
+    raw_write(fd, "HIXL\x07\x00\x01\x00\x00\x00\x00\x00", 12);
+}
+
+static void attack_unknown_type(int fd)
+{
+    raw_write(fd, "HIXL\x01\x00\xee\x00\x00\x00\x00\x00", 12);
+}
+
+static void attack_oversized_length(int fd)
+{
+    /* announces a 2 GiB payload: must be refused, not allocated */
+    raw_write(fd, "HIXL\x01\x00\x08\x00\x00\x00\x00\x80", 12);
+}
+
+static void attack_truncated_then_close(int fd)
+{
+    ctrl_buf_t buf = {NULL, 0, 0};
+    ctrl_msg_t m;
+
+    hello_msg(&m, "127.0.0.5");
+    ck_assert(ctrl_msg_encode(&buf, &m) == HIXL_SUCCESS);
+    raw_write(fd, buf.data, buf.len / 2);
+    ctrl_buf_cleanup(&buf);
+    shutdown(fd, SHUT_WR);
+}
+
+static void attack_field_overrun(int fd)
+{
+    /* a HELLO whose name claims more bytes than the payload holds */
+    static const uint8_t m[] = {'H', 'I', 'X', 'L', 1, 0, CTRL_HELLO, 0,
+                                8, 0, 0, 0, 0xff, 0, 0, 0, 'a', 'b', 'c', 'd'};
+    raw_write(fd, m, sizeof(m));
+}
+
+static void attack_trailing_bytes(int fd)
+{
+    /* a SYNC with 4 bytes more than its fields */
+    static const uint8_t m[] = {'H', 'I', 'X', 'L', 1, 0, CTRL_SYNC, 0,
+                                12, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9, 9, 9,
+                                9};
+    raw_write(fd, m, sizeof(m));
+}
+
+static void attack_notify_before_hello(int fd)
+{
+    ctrl_msg_t m;
+
+    memset(&m, 0, sizeof(m));
+    m.type            = CTRL_NOTIFY;
+    m.u.notify.name   = ctrl_bytes("x", 1);
+    raw_send(fd, &m);
+}
+
+static void attack_mem_add_to_listener(int fd)
+{
+    ctrl_msg_t m;
+
+    hello_msg(&m, "127.0.0.6");
+    raw_send(fd, &m);
+    memset(&m, 0, sizeof(m));
+    m.type           = CTRL_MEM_ADD;
+    m.u.mem_add.addr = 0x1000;
+    m.u.mem_add.len  = 0x1000;
+    raw_send(fd, &m);
+}
+
+static void attack_double_hello(int fd)
+{
+    ctrl_msg_t m;
+
+    hello_msg(&m, "127.0.0.7");
+    raw_send(fd, &m);
+    raw_send(fd, &m);
+}
+
+static void attack_bad_name(int fd)
+{
+    ctrl_msg_t m;
+
+    hello_msg(&m, "not an address");
+    raw_send(fd, &m);
+}
+
+static void attack_layer_out_of_range(int fd)
+{
+    ctrl_msg_t m;
+
+    hello_msg(&m, "127.0.0.8");
+    raw_send(fd, &m);
+    memset(&m, 0, sizeof(m));
+    m.type           = CTRL_LAYER;
+    m.u.layer.stream = 0xffffffffu;
+    raw_send(fd, &m);
+}
+
+static void attack_silent(int fd)
+{
+    /* connects and says nothing: dropped at the handshake timeout */
+    (void)fd;
+}
+
+static const struct {
+    const char *name;
+    attack_fn   fn;
+} attacks[] = {
+    {"garbage", attack_garbage},
+    {"bad magic", attack_bad_magic},
+    {"wrong version", attack_wrong_version},
+    {"unknown type", attack_unknown_type},
+    {"oversized length", attack_oversized_length},
+    {"truncated then close", attack_truncated_then_close},
+    {"field overruns payload", attack_field_overrun},
+    {"trailing bytes", attack_trailing_bytes},
+    {"notify before hello", attack_notify_before_hello},
+    {"mem_add to a listener", attack_mem_add_to_listener},
+    {"double hello", attack_double_hello},
+    {"bad engine name", attack_bad_name},
+    {"layer signal out of range", attack_layer_out_of_range},
+    {"silent client", attack_silent},
+};
+
+#define NATTACKS (sizeof(attacks) / sizeof(attacks[0]))
+
+START_TEST(test_listener_survives_attack)
+{
+    victim_t v;
+    int fd;
+
+    victim_start(&v);
+    fd = raw_connect(v.name);
+    attacks[_i].fn(fd);
+    assert_dropped(fd, attacks[_i].name);
+    victim_still_serves(&v, 100 + (uint64_t)_i);
+    hx_ok(hixl_finalize(v.engine));
+}
+END_TEST
+
+START_TEST(test_listener_survives_all_at_once)
+{
+    victim_t v;
+    int fds[NATTACKS];
+    size_t i;
+
+    /* all attackers connected at the same time, with a good peer among them */
+    victim_start(&v);
+    for (i = 0; i < NATTACKS; ++i) {
+        fds[i] = raw_connect(v.name);
+        attacks[i].fn(fds[i]);
+    }
+    victim_still_serves(&v, 7);
+    for (i = 0; i < NATTACKS; ++i) {
+        assert_dropped(fds[i], attacks[i].name);
+    }
+    victim_still_serves(&v, 8);
+    hx_ok(hixl_finalize(v.engine));
+}
+END_TEST
+
+/* ---- a connector facing a bad listener ------------------------------------ */
+
+typedef void (*fake_server_fn)(int fd);
+
+/* Listen on an ephemeral port; *port_p is it. */
+static int fake_listen(uint16_t *port_p)
+{
+    struct sockaddr_in sin;
+    socklen_t len = sizeof(sin);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family      = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert(fd >= 0);
+    ck_assert(bind(fd, (struct sockaddr*)&sin, sizeof(sin)) == 0);
+    ck_assert(listen(fd, 4) == 0);
+    ck_assert(getsockname(fd, (struct sockaddr*)&sin, &len) == 0);
+    *port_p = ntohs(sin.sin_port);
+    return fd;
+}
+
+static void ack_msg(ctrl_msg_t *m, const char *name)
+{
+    memset(m, 0, sizeof(*m));
+    m->type                    = CTRL_HELLO_ACK;
+    m->u.hello_ack.name        = ctrl_bytes(name, strlen(name));
+    m->u.hello_ack.host        = ctrl_bytes("other-host", 10);
+    m->u.hello_ack.max_streams = 1;
+    m->u.hello_ack.max_layers  = 1;
+}
+
+static void fake_garbage_ack(int fd)
+{
+    raw_write(fd, "HIXL\x01\x00\x02\x00\x04\x00\x00\x00" "abcd", 16);
+}
+
+static void fake_worker_addr_empty(int fd)
+{
+    ctrl_msg_t m;
+
+    ack_msg(&m, "127.0.0.1:1");
+    raw_send(fd, &m);
+}
+
+static void fake_table_end_first(int fd)
+{
+    ctrl_msg_t m;
+
+    memset(&m, 0, sizeof(m));
+    m.type = CTRL_TABLE_END;
+    raw_send(fd, &m);
+}
+
+static void fake_bye(int fd)
+{
+    ctrl_msg_t m;
+
+    memset(&m, 0, sizeof(m));
+    m.type         = CTRL_BYE;
+    m.u.bye.reason = ctrl_bytes("go away", 7);
+    raw_send(fd, &m);
+}
+
+static void fake_close(int fd)
+{
+    (void)fd;
+}
+
+static const struct {
+    const char    *name;
+    fake_server_fn fn;
+    const char    *expect;   /* in hixl_last_error() */
+} fakes[] = {
+    {"garbage HELLO_ACK", fake_garbage_ack, "truncated"},
+    {"HELLO_ACK without worker address", fake_worker_addr_empty,
+     "worker address"},
+    {"TABLE_END before HELLO_ACK", fake_table_end_first, "protocol error"},
+    {"BYE", fake_bye, "go away"},
+    {"closes at once", fake_close, "closed"},
+};
+
+START_TEST(test_connector_survives_bad_listener)
+{
+    char name[64], buf[4096];
+    hixl_engine_t *e;
+    uint16_t port;
+    int lfd, fd;
+    pid_t pid;
+
+    lfd = fake_listen(&port);
+    snprintf(name, sizeof(name), "127.0.0.1:%u", port);
+    pid = fork();
+    ck_assert(pid >= 0);
+    if (pid == 0) {
+        alarm(60);
+        fd = accept(lfd, NULL, NULL);
+        (void)!read(fd, buf, sizeof(buf));   /* the HELLO */
+        fakes[_i].fn(fd);
+        usleep(200 * 1000);
+        close(fd);
+        _exit(0);
+    }
+    close(lfd);
+    e = hx_engine("127.0.0.1", NULL);
+    hx_expect(hixl_connect(e, name, HX_OP_TIMEOUT_MS), HIXL_FAILED,
+              fakes[_i].expect);
+    ck_assert(waitpid(pid, NULL, 0) == pid);
+    hx_ok(hixl_finalize(e));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s   = suite_create("hostile");
+    TCase *tc  = hx_tcase("hostile");
+
+    tcase_add_loop_test(tc, test_listener_survives_attack, 0, NATTACKS);
+    tcase_add_test(tc, test_listener_survives_all_at_once);
+    tcase_add_loop_test(tc, test_connector_survives_bad_listener, 0,
+                        sizeof(fakes) / sizeof(fakes[0]));
+    suite_add_tcase(s, tc);
+    return hx_main(s);
+}
