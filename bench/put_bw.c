@@ -111,6 +111,14 @@ static void bench_usage(FILE *out)
 "                    engine option (hixl_config_print lists them), repeatable;\n"
 "                    put_bw sets hixl.ProgressThread=0 (its loops drive\n"
 "                    progress, like ucx_perftest) unless told otherwise\n"
+"     --alloc <how>  host buffers (both sides, the client decides):\n"
+"                    hixl - hixl_alloc_mem: UCX allocates them, as ucx_perftest\n"
+"                           does (default); on one host puts are stores into\n"
+"                           shared memory\n"
+"                    mmap - mmap + hixl_register_mem: application memory,\n"
+"                           which UCX 1.13 reaches only through active-message\n"
+"                           emulation on shared memory (compare ucx_perftest\n"
+"                           with UCX_ALLOC_PRIO=mmap,heap)\n"
 "\n"
 "  Columns: iterations; latency (per transfer; \"overhead\" for bandwidth\n"
 "  tests) in usec: percentile, average over the last interval, overall;\n"
@@ -313,11 +321,12 @@ static int bench_test_by_name(const char *name, bench_test_id_t *id)
 
 static void bench_parse_opts(bench_opts_t *opts, int argc, char **argv)
 {
-    enum { OPT_TIMEOUT = 256, OPT_MAX_TIME, OPT_HIXL_OPT };
+    enum { OPT_TIMEOUT = 256, OPT_MAX_TIME, OPT_HIXL_OPT, OPT_ALLOC };
     static const struct option longopts[] = {
         {"timeout",  required_argument, NULL, OPT_TIMEOUT},
         {"max-time", required_argument, NULL, OPT_MAX_TIME},
         {"hixl-opt", required_argument, NULL, OPT_HIXL_OPT},
+        {"alloc",    required_argument, NULL, OPT_ALLOC},
         {"sweep",    required_argument, NULL, 'S'},
         {"count",    required_argument, NULL, 'b'},
         {"help",     no_argument,       NULL, 'h'},
@@ -428,6 +437,15 @@ static void bench_parse_opts(bench_opts_t *opts, int argc, char **argv)
             break;
         case OPT_HIXL_OPT:
             bench_add_hixl_opt(opts, optarg);
+            break;
+        case OPT_ALLOC:
+            if (!strcmp(optarg, "hixl") || !strcmp(optarg, "ucx")) {
+                opts->alloc_mmap = 0;
+            } else if (!strcmp(optarg, "mmap")) {
+                opts->alloc_mmap = 1;
+            } else {
+                bench_bad_usage("--alloc %s: expected hixl or mmap", optarg);
+            }
             break;
         case ':':
             if (optopt >= 256 || optopt == 0) {
@@ -575,6 +593,17 @@ static int bench_engine_init(bench_side_t *side, const bench_opts_t *opts,
     return 0;
 }
 
+/* Is this side's -m type host memory?  ("host", or "host,<recv type>" on
+ * the client, "<send type>,host" on the server.) */
+static int bench_mem_host_side(int server)
+{
+    const char *arg = bench_mem_arg(), *comma = strchr(arg, ',');
+    const char *mine = (server && comma) ? comma + 1 : arg;
+
+    return !strncasecmp(mine, "host", 4) &&
+           ((mine[4] == '\0') || (mine[4] == ','));
+}
+
 static int bench_mem_init(bench_side_t *side, size_t len)
 {
     hixl_mem_desc_t desc;
@@ -582,6 +611,25 @@ static int bench_mem_init(bench_side_t *side, size_t len)
     hixl_status_t status;
     void *p;
 
+    if (!side->alloc_mmap && bench_mem_host_side(side->is_server)) {
+        /* --alloc hixl (default): UCX allocates, as ucx_perftest's buffers
+         * (ucp_mem_map ALLOCATE), so on one host puts are plain stores
+         * through shared memory instead of UCX 1.13's active-message
+         * emulation for registered malloc'd memory */
+        status = hixl_alloc_mem(side->engine, 2 * len, HIXL_MEM_HOST, &p,
+                                &side->memh);
+        if (status != HIXL_SUCCESS) {
+            fprintf(stderr, "put_bw: hixl_alloc_mem(%zu bytes): %s: %s "
+                    "(--alloc mmap registers application memory instead)\n",
+                    2 * len, hixl_strerror(status), hixl_last_error());
+            return -1;
+        }
+        memset(p, 0, 2 * len);      /* no page faults in the timed loops */
+        side->mem      = p;
+        side->len      = len;
+        side->mem_hixl = 1;
+        return 0;
+    }
     p = bench_mem_alloc(2 * len, &type);   /* -m: host or device memory */
     if (p == NULL) {
         fprintf(stderr, "put_bw: cannot allocate 2 x %zu bytes of %s "
@@ -621,7 +669,8 @@ static void bench_side_cleanup(bench_side_t *side)
     if (side->engine != NULL) {
         hixl_finalize(side->engine);   /* deregisters the memory too */
     }
-    if (side->mem != NULL) {
+    if ((side->mem != NULL) && !side->mem_hixl) {
+        /* (hixl_alloc_mem memory went with the engine) */
         bench_mem_free(side->mem, 2 * side->len);
     }
     free(side->descs);
@@ -778,7 +827,8 @@ static int bench_client(bench_opts_t *opts)
     int rc = BENCH_EXIT_ERROR;
 
     memset(&side, 0, sizeof(side));
-    side.oob_fd = -1;
+    side.oob_fd     = -1;
+    side.alloc_mmap = opts->alloc_mmap;
     if (bench_make_runs(opts, &runs, &num_runs) != 0) {
         fprintf(stderr, "put_bw: out of memory\n");
         return BENCH_EXIT_ERROR;
@@ -796,11 +846,13 @@ static int bench_client(bench_opts_t *opts)
     }
     if ((bench_oob_send(side.oob_fd, "HELLO v=%d test=%s window=%u len=%zu "
                         "descs=%zu first=%zu last=%zu engine=%s "
-                        "target=%" PRIu64 " mem=%s\n", BENCH_PROTO_VERSION,
+                        "target=%" PRIu64 " alloc=%s mem=%s\n",
+                        BENCH_PROTO_VERSION,
                         info->name, opts->window, len, runs[0].num_descs,
                         runs[0].msg_size, runs[num_runs - 1].msg_size,
                         hixl_engine_name(side.engine),
                         (uint64_t)(uintptr_t)bench_target(&side),
+                        opts->alloc_mmap ? "mmap" : "hixl",
                         bench_mem_arg()) != 0) ||
         (bench_oob_recv(side.oob_fd, opts->timeout_s, NULL, NULL,
                         &line) != 0) ||
@@ -882,6 +934,8 @@ static int bench_server_hello(bench_side_t *side, bench_opts_t *opts,
         return -1;
     }
     snprintf(client_engine, client_engine_len, "%s", s);
+    s = bench_kv(line, "alloc");
+    opts->alloc_mmap = (s != NULL) && !strcmp(s, "mmap");
     opts->window     = (unsigned)window;
     first->num_descs = descs;
     first->msg_size  = msg_first;
@@ -1020,6 +1074,8 @@ static int bench_server(bench_opts_t *opts)
         goto out;
     }
     len = side.len;
+    side.is_server  = 1;
+    side.alloc_mmap = opts->alloc_mmap;
     bench_mem_role(opts, 1);
     if ((bench_engine_init(&side, opts, host, 1) != 0) ||
         (bench_mem_init(&side, len) != 0)) {

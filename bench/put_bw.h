@@ -62,6 +62,7 @@ typedef struct bench_opts {
     int                csv;           /* -v */
     int                quiet;         /* -q */
     int                timeout_s;     /* --timeout */
+    int                alloc_mmap;    /* --alloc mmap: not hixl_alloc_mem */
     hixl_option_t     *hixl_opts;     /* --hixl-opt KEY=VALUE */
     unsigned           num_hixl_opts;
 } bench_opts_t;
@@ -91,6 +92,9 @@ typedef struct bench_side {
     size_t             num_descs;
     int                oob_fd;
     int                timeout_s;
+    int                is_server;
+    int                alloc_mmap;    /* --alloc mmap */
+    int                mem_hixl;      /* mem came from hixl_alloc_mem */
 } bench_side_t;
 
 static inline uint8_t *bench_target(const bench_side_t *s)

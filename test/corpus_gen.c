@@ -70,6 +70,7 @@ int main(int argc, char **argv)
             m.u.mem_add.addr = 0x7f0000000000ull;
             m.u.mem_add.len  = 1 << 20;
             m.u.mem_add.rkey = ctrl_bytes("rkey-bytes", 10);
+            m.u.mem_add.dev_key = ctrl_bytes("dev-key", 7);
             break;
         case CTRL_NOTIFY:
             m.u.notify.seq  = 3;

@@ -65,6 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         case CTRL_MEM_ADD:
             fields[nfields++] = &msg.u.mem_add.rkey;
+            fields[nfields++] = &msg.u.mem_add.dev_key;
             break;
         case CTRL_NOTIFY:
             fields[nfields++] = &msg.u.notify.name;

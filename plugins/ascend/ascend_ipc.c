@@ -131,7 +131,8 @@ hixl_status_t ascend_unpack(void *arg, const void *blob, size_t blob_len,
     ascend_rmem_t *rm;
     size_t klen;
 
-    if ((blob_len != ASCEND_BLOB_LEN) || (ascend_get32(b) != ASCEND_BLOB_MAGIC) ||
+    if ((blob_len != ASCEND_BLOB_LEN) ||
+        (ascend_get32(b) != ASCEND_BLOB_MAGIC) ||
         (b[4] != ASCEND_BLOB_VERSION) || (b[5] != 0) ||
         (b[6] & ~ASCEND_BLOB_HAS_KEY) || (b[7] != 0)) {
         return ctx->host->error(HIXL_FAILED, "malformed Ascend memory key "

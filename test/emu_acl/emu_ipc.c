@@ -83,7 +83,8 @@ aclError aclrtIpcMemGetExportKey(void *devPtr, size_t size, char *key,
     slot->nonce    = nonce;
     slot->offset   = (uintptr_t)devPtr - a->va;
     slot->size     = size;
-    slot->validate = !(flags & ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION);
+    slot->validate = !(flags &
+                       ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION);
     slot->state    = EMU_SLOT_OPEN;
     snprintf(key, len, "emuacl-%d-%d-%u-%016lx", (int)getpid(), a->fd, i,
              (unsigned long)nonce);
