@@ -755,6 +755,14 @@ static int bench_client_run(bench_side_t *side, const bench_opts_t *opts,
         if (bench_transfer_wait(side, HIXL_WRITE) != 0) {
             return BENCH_EXIT_ERROR;
         }
+        /* the verification put below overwrites that byte: wait until the
+         * responder has seen it (with shared memory nothing else orders
+         * its poll before our next store) */
+        if ((bench_oob_recv(side->oob_fd, side->timeout_s, bench_progress,
+                            side, &line) != 0) ||
+            (bench_expect(line, "STOPPED") != 0)) {
+            return BENCH_EXIT_ERROR;
+        }
     }
 
     /* verification pass: one more transfer with a fresh pattern */

@@ -454,7 +454,8 @@ int bench_server_loop(bench_side_t *side, const bench_opts_t *opts,
     int ready;
 
     if (bench_tests[opts->test].pingpong) {
-        if (bench_server_pingpong(side, opts, run) != 0) {
+        if ((bench_server_pingpong(side, opts, run) != 0) ||
+            (bench_oob_send(side->oob_fd, "STOPPED\n") != 0)) {
             return -1;
         }
         return bench_oob_recv(side->oob_fd, side->timeout_s, bench_progress,
