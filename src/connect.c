@@ -18,6 +18,7 @@
  */
 #include "config.h"
 #include "peer.h"
+#include "args.h"
 #include "auth.h"
 #include "clock.h"
 #include "log.h"
@@ -559,16 +560,12 @@ hixl_status_t hixl_connect(hixl_engine_t *engine, const char *remote_engine,
 {
     hixl_status_t status;
 
-    if (engine == NULL) {
-        return hixl_error(HIXL_PARAM_INVALID, "engine is NULL");
+    status = hixl_check_remote(engine, remote_engine);
+    if (status == HIXL_SUCCESS) {
+        status = hixl_check_timeout(timeout_ms);
     }
-    if ((remote_engine == NULL) || (*remote_engine == '\0')) {
-        return hixl_error(HIXL_PARAM_INVALID, "remote engine name is %s",
-                          remote_engine ? "empty" : "NULL");
-    }
-    if (timeout_ms <= 0) {
-        return hixl_error(HIXL_PARAM_INVALID, "timeout_ms %d is not positive",
-                          (int)timeout_ms);
+    if (status != HIXL_SUCCESS) {
+        return status;
     }
     pthread_mutex_lock(&engine->lock);
     status = hixl_connect_locked(engine, remote_engine, timeout_ms);
@@ -586,16 +583,12 @@ hixl_status_t hixl_disconnect(hixl_engine_t *engine, const char *remote_engine,
     hixl_peer_t *peer;
     hixl_status_t status = HIXL_SUCCESS;
 
-    if (engine == NULL) {
-        return hixl_error(HIXL_PARAM_INVALID, "engine is NULL");
+    status = hixl_check_remote(engine, remote_engine);
+    if (status == HIXL_SUCCESS) {
+        status = hixl_check_timeout(timeout_ms);
     }
-    if ((remote_engine == NULL) || (*remote_engine == '\0')) {
-        return hixl_error(HIXL_PARAM_INVALID, "remote engine name is %s",
-                          remote_engine ? "empty" : "NULL");
-    }
-    if (timeout_ms <= 0) {
-        return hixl_error(HIXL_PARAM_INVALID, "timeout_ms %d is not positive",
-                          (int)timeout_ms);
+    if (status != HIXL_SUCCESS) {
+        return status;
     }
 
     pthread_mutex_lock(&engine->lock);

@@ -25,6 +25,7 @@
  */
 #include "config.h"
 #include "peer.h"
+#include "args.h"
 #include "clock.h"
 #include "device.h"
 #include "log.h"
@@ -148,12 +149,9 @@ hixl_status_t hixl_flush_layer(hixl_engine_t *engine, const char *remote,
     hixl_peer_t *peer;
     hixl_status_t status;
 
-    if (engine == NULL) {
-        return hixl_error(HIXL_PARAM_INVALID, "engine is NULL");
-    }
-    if ((remote == NULL) || (*remote == '\0')) {
-        return hixl_error(HIXL_PARAM_INVALID, "remote engine name is %s",
-                          remote ? "empty" : "NULL");
+    status = hixl_check_remote(engine, remote);
+    if (status != HIXL_SUCCESS) {
+        return status;
     }
     if (generation == UINT64_MAX) {
         return hixl_error(HIXL_PARAM_INVALID, "generation UINT64_MAX is "
@@ -488,9 +486,9 @@ hixl_status_t hixl_wait_layer(hixl_engine_t *engine, const char *source,
     if (status != HIXL_SUCCESS) {
         return status;
     }
-    if (timeout_ms <= 0) {
-        return hixl_error(HIXL_PARAM_INVALID, "timeout_ms %d is not positive",
-                          (int)timeout_ms);
+    status = hixl_check_timeout(timeout_ms);
+    if (status != HIXL_SUCCESS) {
+        return status;
     }
     pthread_mutex_lock(&engine->lock);
     if (!hixl_engine_wait(engine, hixl_deadline_ns(timeout_ms),

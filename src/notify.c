@@ -7,6 +7,7 @@
  */
 #include "config.h"
 #include "peer.h"
+#include "args.h"
 #include "clock.h"
 #include "log.h"
 
@@ -109,12 +110,9 @@ hixl_status_t hixl_send_notify(hixl_engine_t *engine, const char *remote,
     ctrl_msg_t msg;
     size_t name_len;
 
-    if (engine == NULL) {
-        return hixl_error(HIXL_PARAM_INVALID, "engine is NULL");
-    }
-    if ((remote == NULL) || (*remote == '\0')) {
-        return hixl_error(HIXL_PARAM_INVALID, "remote engine name is %s",
-                          remote ? "empty" : "NULL");
+    status = hixl_check_remote(engine, remote);
+    if (status != HIXL_SUCCESS) {
+        return status;
     }
     if ((notify == NULL) || (notify->name == NULL)) {
         return hixl_error(HIXL_PARAM_INVALID, "notify%s is NULL",
@@ -134,9 +132,9 @@ hixl_status_t hixl_send_notify(hixl_engine_t *engine, const char *remote,
                           "larger than hixl.MaxNotifySize (%u)",
                           notify->msg_len, engine->opts.max_notify_size);
     }
-    if (timeout_ms <= 0) {
-        return hixl_error(HIXL_PARAM_INVALID, "timeout_ms %d is not positive",
-                          (int)timeout_ms);
+    status = hixl_check_timeout(timeout_ms);
+    if (status != HIXL_SUCCESS) {
+        return status;
     }
 
     pthread_mutex_lock(&engine->lock);

@@ -109,10 +109,13 @@ unsigned hixl_progress(hixl_engine_t *engine)
 
     /* device copies and staging (a no-op while none is in flight) */
     n += hixl_dev_progress(engine);
-    /* Sockets carry only control traffic: look at them on every 16th call,
-     * or when UCX had nothing, so a polling loop is not a syscall loop. */
-    if ((n == 0) || ((++engine->poll_count & 15) == 0) ||
-        atomic_load(&engine->peer_errors)) {
+    /* Sockets carry only control traffic: a system call per progress call
+     * would double the cost of a polling loop (measured: 160-435 ns against
+     * 25-72 ns).  Look at them once per 64 busy calls, or once per 8 idle
+     * ones (an idle loop is waiting, and may be waiting for them). */
+    engine->poll_count += (n == 0) ? 8 : 1;
+    if ((engine->poll_count >= 64) || atomic_load(&engine->peer_errors)) {
+        engine->poll_count = 0;
         n += hixl_poll_control(engine, 0);
     }
     return n;
@@ -120,7 +123,9 @@ unsigned hixl_progress(hixl_engine_t *engine)
 
 void hixl_progress_control(hixl_engine_t *engine)
 {
-    if (!engine->progress_running) {
+    /* counts like hixl_progress: not a system call per transfer */
+    if (!engine->progress_running && (++engine->poll_count >= 64)) {
+        engine->poll_count = 0;
         hixl_poll_control(engine, 0);
     }
 }

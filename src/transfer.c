@@ -16,6 +16,7 @@
  */
 #include "config.h"
 #include "peer.h"
+#include "args.h"
 #include "clock.h"
 #include "device.h"
 #include "handle.h"
@@ -475,12 +476,10 @@ static hixl_status_t hixl_xfer_check_args(hixl_engine_t *engine,
                                           const hixl_transfer_op_desc_t *descs,
                                           size_t num_descs)
 {
-    if (engine == NULL) {
-        return hixl_error(HIXL_PARAM_INVALID, "engine is NULL");
-    }
-    if ((remote == NULL) || (*remote == '\0')) {
-        return hixl_error(HIXL_PARAM_INVALID, "remote engine name is %s",
-                          remote ? "empty" : "NULL");
+    hixl_status_t status = hixl_check_remote(engine, remote);
+
+    if (status != HIXL_SUCCESS) {
+        return status;
     }
     if ((op != HIXL_READ) && (op != HIXL_WRITE)) {
         return hixl_error(HIXL_PARAM_INVALID, "transfer op %d is neither "
@@ -700,7 +699,7 @@ hixl_status_t hixl_get_transfer_status(hixl_engine_t *engine, hixl_req_t req_h,
         hixl_xfer_report(engine, req, status_p);
         return HIXL_SUCCESS;
     }
-    if (hixl_xfer_expire(req, hixl_now_ns())) {
+    if (hixl_xfer_expire(req, hixl_now_coarse_ns())) {
         *status_p = HIXL_TRANSFER_TIMEOUT;
         return HIXL_SUCCESS;
     }
@@ -728,9 +727,9 @@ hixl_status_t hixl_transfer_sync(hixl_engine_t *engine, const char *remote,
     if (status != HIXL_SUCCESS) {
         return status;
     }
-    if (timeout_ms <= 0) {
-        return hixl_error(HIXL_PARAM_INVALID, "timeout_ms %d is not positive",
-                          (int)timeout_ms);
+    status = hixl_check_timeout(timeout_ms);
+    if (status != HIXL_SUCCESS) {
+        return status;
     }
     memset(&args, 0, sizeof(args));
     args.field_mask = HIXL_TRANSFER_ARG_TIMEOUT;
@@ -748,7 +747,7 @@ hixl_status_t hixl_transfer_sync(hixl_engine_t *engine, const char *remote,
         if (atomic_load(&req->state) == HIXL_REQ_DONE) {
             return hixl_xfer_report(engine, req, &xstatus);
         }
-        if (hixl_xfer_expire(req, hixl_now_ns())) {
+        if (hixl_xfer_expire(req, hixl_now_coarse_ns())) {
             return HIXL_TIMEOUT;
         }
         if (!engine->opts.progress_thread) {

@@ -4,7 +4,10 @@
 #include "config.h"
 #include "harness.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -1379,4 +1382,21 @@ void hx_target_stop(hx_target_t *t)
                   WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) :
                   WEXITSTATUS(wstatus));
     t->pid = 0;
+}
+
+int hx_raw_connect(const char *name)
+{
+    struct sockaddr_in sin;
+    char host[64];
+    int fd, port;
+
+    ck_assert(sscanf(name, "%63[^:]:%d", host, &port) == 2);
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_port   = htons((uint16_t)port);
+    ck_assert(inet_pton(AF_INET, host, &sin.sin_addr) == 1);
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert(fd >= 0);
+    ck_assert(connect(fd, (struct sockaddr*)&sin, sizeof(sin)) == 0);
+    return fd;
 }

@@ -142,6 +142,12 @@ int hx_expect_eval(const char *call, hixl_status_t got,
                       hixl_last_error()); \
     } while (0)
 
+/* ---- raw sockets ------------------------------------------------------------- */
+
+/* A plain TCP connection to an IPv4 engine name "a.b.c.d:port" (asserts):
+ * for tests that speak control messages themselves. */
+int hx_raw_connect(const char *name);
+
 /* ---- engines in this process ------------------------------------------------ */
 
 /* hixl_initialize with options given as "key", "value", ..., NULL, asserting

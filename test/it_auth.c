@@ -116,23 +116,6 @@ END_TEST
 
 /* ---- a client without the secret ------------------------------------------ */
 
-static int raw_connect(const char *name)
-{
-    struct sockaddr_in sin;
-    char host[64];
-    int fd, port;
-
-    ck_assert(sscanf(name, "%63[^:]:%d", host, &port) == 2);
-    memset(&sin, 0, sizeof(sin));
-    sin.sin_family = AF_INET;
-    sin.sin_port   = htons((uint16_t)port);
-    ck_assert(inet_pton(AF_INET, host, &sin.sin_addr) == 1);
-    fd = socket(AF_INET, SOCK_STREAM, 0);
-    ck_assert(fd >= 0);
-    ck_assert(connect(fd, (struct sockaddr*)&sin, sizeof(sin)) == 0);
-    return fd;
-}
-
 static void raw_send(int fd, const ctrl_msg_t *msg)
 {
     ctrl_buf_t buf = {NULL, 0, 0};
@@ -210,7 +193,7 @@ START_TEST(test_no_rkey_without_the_secret)
     int fd, challenges;
 
     /* a HELLO without a nonce: refused at once */
-    fd = raw_connect(hixl_engine_name(l));
+    fd = hx_raw_connect(hixl_engine_name(l));
     raw_hello(fd, NULL, 0);
     len = raw_read_all(fd, buf, sizeof(buf));
     close(fd);
@@ -219,7 +202,7 @@ START_TEST(test_no_rkey_without_the_secret)
     ck_assert_int_eq(challenges, 0);
 
     /* a HELLO with a nonce, then a wrong answer to the challenge */
-    fd = raw_connect(hixl_engine_name(l));
+    fd = hx_raw_connect(hixl_engine_name(l));
     raw_hello(fd, nonce, sizeof(nonce));
     memset(&resp, 0, sizeof(resp));
     resp.type        = CTRL_AUTH_RESPONSE;

@@ -20,23 +20,6 @@
 
 /* ---- raw sockets ---------------------------------------------------------- */
 
-static int raw_connect(const char *name)
-{
-    struct sockaddr_in sin;
-    char host[64];
-    int fd, port;
-
-    ck_assert(sscanf(name, "%63[^:]:%d", host, &port) == 2);
-    memset(&sin, 0, sizeof(sin));
-    sin.sin_family = AF_INET;
-    sin.sin_port   = htons((uint16_t)port);
-    ck_assert(inet_pton(AF_INET, host, &sin.sin_addr) == 1);
-    fd = socket(AF_INET, SOCK_STREAM, 0);
-    ck_assert(fd >= 0);
-    ck_assert(connect(fd, (struct sockaddr*)&sin, sizeof(sin)) == 0);
-    return fd;
-}
-
 static void raw_write(int fd, const void *buf, size_t len)
 {
     /* the engine may close on the first bad byte: EPIPE is fine */
@@ -255,7 +238,7 @@ START_TEST(test_listener_survives_attack)
     int fd;
 
     victim_start(&v);
-    fd = raw_connect(v.name);
+    fd = hx_raw_connect(v.name);
     attacks[_i].fn(fd);
     assert_dropped(fd, attacks[_i].name);
     victim_still_serves(&v, 100 + (uint64_t)_i);
@@ -272,7 +255,7 @@ START_TEST(test_listener_survives_all_at_once)
     /* all attackers connected at the same time, with a good peer among them */
     victim_start(&v);
     for (i = 0; i < NATTACKS; ++i) {
-        fds[i] = raw_connect(v.name);
+        fds[i] = hx_raw_connect(v.name);
         attacks[i].fn(fds[i]);
     }
     victim_still_serves(&v, 7);
