@@ -50,6 +50,14 @@ make -C "$build" -j"$(nproc)"
 
 case "$what" in
     demo)
+        # Both engines run on this host: shared memory is the transport a
+        # deployment would pick here (UCX 1.13 takes tcp loopback by default,
+        # see README "Known limitations").  UCX_TLS=tcp ./quickstart.sh demo
+        # shows the tcp figures instead.
+        if [ -z "${UCX_TLS:-}" ]; then
+            export UCX_TLS=sm
+            echo "quickstart: UCX_TLS=sm (one host; set UCX_TLS to choose)"
+        fi
         exec "$build/bench/pd_pipeline" "$@"
         ;;
     test)
