@@ -234,6 +234,37 @@ START_TEST(test_register_args)
 }
 END_TEST
 
+START_TEST(test_alloc_args)
+{
+    hixl_engine_t *e = bad_engine();
+    hixl_mem_handle_t h = NULL;
+    void *p = NULL;
+
+    hx_expect(hixl_alloc_mem(NULL, 4096, HIXL_MEM_HOST, &p, &h),
+              HIXL_PARAM_INVALID, "engine");
+    hx_expect(hixl_alloc_mem(e, 4096, HIXL_MEM_HOST, NULL, &h),
+              HIXL_PARAM_INVALID, "addr_p");
+    hx_expect(hixl_alloc_mem(e, 4096, HIXL_MEM_HOST, &p, NULL),
+              HIXL_PARAM_INVALID, "handle_p");
+    hx_expect(hixl_alloc_mem(e, 0, HIXL_MEM_HOST, &p, &h),
+              HIXL_PARAM_INVALID, "length");
+    hx_expect(hixl_alloc_mem(e, 4096, (hixl_mem_type_t)7, &p, &h),
+              HIXL_PARAM_INVALID, "7");
+    /* more than UCX can allocate: refused, not a crash */
+    hx_expect(hixl_alloc_mem(e, SIZE_MAX / 2, HIXL_MEM_HOST, &p, &h),
+              HIXL_RESOURCE_EXHAUSTED, NULL);
+    ck_assert_ptr_null(h);
+    /* and a real one, usable and freed by deregistration */
+    hx_ok(hixl_alloc_mem(e, 4096, HIXL_MEM_HOST, &p, &h));
+    memset(p, 0x5a, 4096);
+    hx_ok(hixl_deregister_mem(e, h));
+    hx_expect(hixl_deregister_mem(e, h), HIXL_PARAM_INVALID, NULL);
+    ck_assert_uint_eq(hixl_engine_progress(NULL), 0);
+    ck_assert_str_eq(hixl_engine_name(NULL), "");
+    hx_ok(hixl_finalize(e));
+}
+END_TEST
+
 /* Regions must not overlap (hixl.h); touching is fine. */
 START_TEST(test_register_overlap)
 {
@@ -729,6 +760,7 @@ static Suite *bad_input_suite(void)
 
     tc = hx_tcase("memory");
     tcase_add_test(tc, test_register_args);
+    tcase_add_test(tc, test_alloc_args);
     tcase_add_test(tc, test_register_overlap);
     tcase_add_test(tc, test_stale_and_foreign_handles);
     suite_add_tcase(s, tc);
