@@ -142,10 +142,11 @@ void hixl_peer_close(hixl_engine_t *engine, hixl_peer_t *peer,
     ctrl_conn_send(&peer->conn, &bye);
     ctrl_conn_close(&peer->conn);
 
-    /* Forced close cancels what is in flight: flush callbacks run with an
-     * error (now or from a later progress call) and fail their requests.
-     * rkeys go after the endpoint so that no cancelled operation can still
-     * reference one. */
+    /* Forced close cancels what is in flight.  UCX 1.13 may call the
+     * cancelled flushes back only when the worker is destroyed, so the
+     * requests and layer flushes to this peer are settled below instead
+     * (hixl_xfer_peer_closed, hixl_layer_peer_closed).  rkeys go after the
+     * endpoint, so that no operation still queued on it can use one. */
     if (peer->ep != NULL) {
         memset(&param, 0, sizeof(param));
         param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
