@@ -534,6 +534,24 @@ static int bench_make_runs(const bench_opts_t *opts, bench_run_t **runs_p,
     return 0;
 }
 
+/* Free what bench_make_runs made: a sweep owns its sizes and names. */
+static void bench_free_runs(const bench_opts_t *opts, bench_run_t *runs,
+                            unsigned num)
+{
+    unsigned i;
+
+    if (runs == NULL) {
+        return;
+    }
+    if (opts->sweep_min) {
+        free((void*)runs[0].sizes);
+        for (i = 0; i < num; ++i) {
+            free((void*)runs[i].name);
+        }
+    }
+    free(runs);
+}
+
 static char *bench_sizes_str(const size_t *sizes, unsigned n)
 {
     char *buf = malloc((size_t)n * 21 + 1), *p;
@@ -827,8 +845,8 @@ static int bench_client(bench_opts_t *opts)
 {
     const bench_test_info_t *info = &bench_tests[opts->test];
     bench_side_t side;
-    bench_run_t *runs;
-    unsigned num_runs, i;
+    bench_run_t *runs = NULL;
+    unsigned num_runs = 0, i;
     size_t len = 0;
     char host[128], *line;
     const char *v;
@@ -893,6 +911,7 @@ static int bench_client(bench_opts_t *opts)
     rc = BENCH_EXIT_OK;
 out:
     bench_side_cleanup(&side);
+    bench_free_runs(opts, runs, num_runs);
     return rc;
 }
 
@@ -1152,9 +1171,12 @@ out:
 int main(int argc, char **argv)
 {
     bench_opts_t opts;
+    int rc;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
     bench_parse_opts(&opts, argc, argv);
     bench_clock_init();
-    return (opts.server != NULL) ? bench_client(&opts) : bench_server(&opts);
+    rc = (opts.server != NULL) ? bench_client(&opts) : bench_server(&opts);
+    free(opts.sizes);
+    return rc;
 }
