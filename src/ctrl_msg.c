@@ -5,6 +5,7 @@
  */
 #include "config.h"
 #include "ctrl_msg.h"
+#include "byteorder.h"
 #include "log.h"
 
 #include <stdio.h>
@@ -86,31 +87,6 @@ const char *ctrl_msg_type_name(uint16_t type)
     return ctrl_layouts[type].name;
 }
 
-static uint32_t ctrl_get_u32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-           ((uint32_t)p[3] << 24);
-}
-
-static uint64_t ctrl_get_u64(const uint8_t *p)
-{
-    return (uint64_t)ctrl_get_u32(p) | ((uint64_t)ctrl_get_u32(p + 4) << 32);
-}
-
-static void ctrl_put_u32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-    p[2] = (uint8_t)(v >> 16);
-    p[3] = (uint8_t)(v >> 24);
-}
-
-static void ctrl_put_u64(uint8_t *p, uint64_t v)
-{
-    ctrl_put_u32(p, (uint32_t)v);
-    ctrl_put_u32(p + 4, (uint32_t)(v >> 32));
-}
-
 ctrl_decode_result_t ctrl_msg_decode(const uint8_t *buf, size_t len,
                                      ctrl_msg_t *msg, size_t *consumed,
                                      char *err, size_t errlen)
@@ -124,16 +100,16 @@ ctrl_decode_result_t ctrl_msg_decode(const uint8_t *buf, size_t len,
     if (len < CTRL_HDR_LEN) {
         /* Reject a bad magic early, so a non-hixl client is dropped on its
          * first bytes instead of being waited for. */
-        if ((len >= 4) && (ctrl_get_u32(buf) != CTRL_MAGIC)) {
-            snprintf(err, errlen, "bad magic 0x%08x", ctrl_get_u32(buf));
+        if ((len >= 4) && (hixl_get_le32(buf) != CTRL_MAGIC)) {
+            snprintf(err, errlen, "bad magic 0x%08x", hixl_get_le32(buf));
             return CTRL_DECODE_ERROR;
         }
         return CTRL_DECODE_NEED_MORE;
     }
-    magic       = ctrl_get_u32(buf);
+    magic       = hixl_get_le32(buf);
     version     = (uint16_t)(buf[4] | (buf[5] << 8));
     type        = (uint16_t)(buf[6] | (buf[7] << 8));
-    payload_len = ctrl_get_u32(buf + 8);
+    payload_len = hixl_get_le32(buf + 8);
     if (magic != CTRL_MAGIC) {
         snprintf(err, errlen, "bad magic 0x%08x", magic);
         return CTRL_DECODE_ERROR;
@@ -167,21 +143,21 @@ ctrl_decode_result_t ctrl_msg_decode(const uint8_t *buf, size_t len,
             if ((size_t)(end - p) < 4) {
                 goto truncated;
             }
-            *(uint32_t*)((char*)msg + f->offset) = ctrl_get_u32(p);
+            *(uint32_t*)((char*)msg + f->offset) = hixl_get_le32(p);
             p += 4;
             break;
         case CTRL_F_U64:
             if ((size_t)(end - p) < 8) {
                 goto truncated;
             }
-            *(uint64_t*)((char*)msg + f->offset) = ctrl_get_u64(p);
+            *(uint64_t*)((char*)msg + f->offset) = hixl_get_le64(p);
             p += 8;
             break;
         case CTRL_F_BYTES:
             if ((size_t)(end - p) < 4) {
                 goto truncated;
             }
-            blen = ctrl_get_u32(p);
+            blen = hixl_get_le32(p);
             p += 4;
             if (blen > f->limit) {
                 snprintf(err, errlen, "%s.%s is %u bytes, limit %u",
@@ -265,27 +241,27 @@ hixl_status_t ctrl_msg_encode(ctrl_buf_t *out, const ctrl_msg_t *msg)
         return status;
     }
     p = out->data + out->len;
-    ctrl_put_u32(p, CTRL_MAGIC);
+    hixl_put_le32(p, CTRL_MAGIC);
     p[4] = (uint8_t)CTRL_VERSION;
     p[5] = (uint8_t)(CTRL_VERSION >> 8);
     p[6] = (uint8_t)msg->type;
     p[7] = (uint8_t)(msg->type >> 8);
-    ctrl_put_u32(p + 8, (uint32_t)payload);
+    hixl_put_le32(p + 8, (uint32_t)payload);
     p += CTRL_HDR_LEN;
     for (i = 0; i < ctrl_layouts[msg->type].count; ++i) {
         f = &ctrl_layouts[msg->type].fields[i];
         switch (f->kind) {
         case CTRL_F_U32:
-            ctrl_put_u32(p, *(const uint32_t*)((const char*)msg + f->offset));
+            hixl_put_le32(p, *(const uint32_t*)((const char*)msg + f->offset));
             p += 4;
             break;
         case CTRL_F_U64:
-            ctrl_put_u64(p, *(const uint64_t*)((const char*)msg + f->offset));
+            hixl_put_le64(p, *(const uint64_t*)((const char*)msg + f->offset));
             p += 8;
             break;
         case CTRL_F_BYTES:
             b = (const ctrl_bytes_t*)((const char*)msg + f->offset);
-            ctrl_put_u32(p, b->len);
+            hixl_put_le32(p, b->len);
             if (b->len) {
                 memcpy(p + 4, b->ptr, b->len);
             }

@@ -19,7 +19,9 @@
 
 #include <hixl/hixl_verbs.h>
 
+#include "byteorder.h"
 #include "clock.h"
+#include "engine_name.h"
 #include "log.h"
 
 #include <errno.h>
@@ -117,61 +119,14 @@ static void hv_pause(unsigned *sweeps)
     }
 }
 
-static void hv_put_u32(uint8_t *p, uint32_t v)
-{
-    int i;
-
-    for (i = 0; i < 4; ++i) {
-        p[i] = (uint8_t)(v >> (8 * i));
-    }
-}
-
-static void hv_put_u64(uint8_t *p, uint64_t v)
-{
-    int i;
-
-    for (i = 0; i < 8; ++i) {
-        p[i] = (uint8_t)(v >> (8 * i));
-    }
-}
-
-static uint32_t hv_get_u32(const uint8_t *p)
-{
-    uint32_t v = 0;
-    int i;
-
-    for (i = 3; i >= 0; --i) {
-        v = (v << 8) | p[i];
-    }
-    return v;
-}
-
-static uint64_t hv_get_u64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    int i;
-
-    for (i = 7; i >= 0; --i) {
-        v = (v << 8) | p[i];
-    }
-    return v;
-}
-
 /* An engine name listens when it has a non-zero port: "ip:port" or
  * "[v6]:port"; "ip" and a bare IPv6 address are client-only. */
 static int hv_name_listens(const char *name)
 {
-    const char *colon;
+    hixl_name_t parsed;
 
-    if (name[0] == '[') {
-        colon = strstr(name, "]:");
-        return (colon != NULL) && (strtoul(colon + 2, NULL, 10) != 0);
-    }
-    colon = strchr(name, ':');
-    if ((colon == NULL) || (strchr(colon + 1, ':') != NULL)) {
-        return 0;
-    }
-    return strtoul(colon + 1, NULL, 10) != 0;
+    return (hixl_name_parse(name, &parsed) == HIXL_SUCCESS) &&
+           (parsed.port != 0);
 }
 
 /* ---- Context ------------------------------------------------------------ */
@@ -390,12 +345,12 @@ static HixlResult hv_table_pack(HixlContext ctx, uint8_t **msg_p,
                           "region table message");
     }
     memcpy(msg, HV_MAGIC, 4);
-    hv_put_u32(msg + 4, HV_VERSION);
-    hv_put_u32(msg + 8, ctx->num_mrs);
-    hv_put_u32(msg + 12, 0);
+    hixl_put_le32(msg + 4, HV_VERSION);
+    hixl_put_le32(msg + 8, ctx->num_mrs);
+    hixl_put_le32(msg + 12, 0);
     for (i = 0, p = msg + HV_HEADER_LEN; i < ctx->num_mrs; ++i) {
-        hv_put_u64(p, ctx->mrs[i]->live ? (uintptr_t)ctx->mrs[i]->addr : 0);
-        hv_put_u64(p + 8, ctx->mrs[i]->live ? ctx->mrs[i]->len : 0);
+        hixl_put_le64(p, ctx->mrs[i]->live ? (uintptr_t)ctx->mrs[i]->addr : 0);
+        hixl_put_le64(p + 8, ctx->mrs[i]->live ? ctx->mrs[i]->len : 0);
         p += HV_ENTRY_LEN;
     }
     pthread_mutex_unlock(&ctx->lock);
@@ -413,11 +368,11 @@ static HixlResult hv_table_unpack(hv_rank_t *rank, uint32_t r,
     uint32_t count, i;
 
     if ((n->msg_len < HV_HEADER_LEN) || memcmp(p, HV_MAGIC, 4) ||
-        (hv_get_u32(p + 4) != HV_VERSION)) {
+        (hixl_get_le32(p + 4) != HV_VERSION)) {
         return hixl_error(HIXL_FAILED, "rank %u (%s) sent a region table of "
                           "an unknown format", r, rank->name);
     }
-    count = hv_get_u32(p + 8);
+    count = hixl_get_le32(p + 8);
     if ((n->msg_len - HV_HEADER_LEN) / HV_ENTRY_LEN != count ||
         (n->msg_len - HV_HEADER_LEN) % HV_ENTRY_LEN != 0) {
         return hixl_error(HIXL_FAILED, "rank %u (%s) sent a region table of "
@@ -430,8 +385,8 @@ static HixlResult hv_table_unpack(hv_rank_t *rank, uint32_t r,
                           "region table of rank %u", r);
     }
     for (i = 0, p += HV_HEADER_LEN; i < count; ++i, p += HV_ENTRY_LEN) {
-        mrs[i].addr = hv_get_u64(p);
-        mrs[i].len  = hv_get_u64(p + 8);
+        mrs[i].addr = hixl_get_le64(p);
+        mrs[i].len  = hixl_get_le64(p + 8);
         if (mrs[i].addr + mrs[i].len < mrs[i].addr) {
             free(mrs);
             return hixl_error(HIXL_FAILED, "rank %u (%s) announced region "
