@@ -18,6 +18,7 @@
  */
 #include "config.h"
 #include "peer.h"
+#include "peer_ended.h"
 #include "args.h"
 #include "auth.h"
 #include "clock.h"
@@ -142,7 +143,9 @@ static int hixl_handshake_accept(hixl_engine_t *engine, hixl_peer_t *peer)
         return hixl_refuse_hello(engine, peer, HIXL_RESOURCE_EXHAUSTED,
                                  hixl_error_message());
     }
-    peer->state = HIXL_PEER_READY;
+    peer->state     = HIXL_PEER_READY;
+    peer->app_owned = 1;
+    hixl_ended_forget(engine, peer->name, 0);
 
     memset(&ack, 0, sizeof(ack));
     ack.type                    = CTRL_HELLO_ACK;
@@ -491,6 +494,8 @@ hixl_status_t hixl_connect_locked(hixl_engine_t *engine, const char *remote,
     if (peer->state == HIXL_PEER_READY) {
         status = hixl_connect_wire_up(engine, peer, deadline);
         if (status == HIXL_SUCCESS) {
+            peer->app_owned = 1;
+            hixl_ended_forget(engine, peer->name, 1);
             hixl_log_info("connected to %s (%zu remote regions)", peer->name,
                           peer->rtab_count);
         }
@@ -507,24 +512,20 @@ hixl_status_t hixl_connect_locked(hixl_engine_t *engine, const char *remote,
     return status;
 }
 
-/* ": it was closed: <why>" when an outgoing connection to remote ended
+/* ": its connection was closed: <why>" when a connection to remote ended
  * lately, else "". */
 static const char *hixl_closed_reason(hixl_engine_t *engine,
-                                      const char *remote)
+                                      const char *remote, int want_outgoing)
 {
     static __thread char text[320];
-    unsigned i, n = engine->closed_next;
+    const char *reason = hixl_ended_reason(engine, remote,
+                                           want_outgoing ? 1 : -1);
 
-    for (i = 0; (i < 8) && (i < n); ++i) {
-        unsigned k = (n - 1 - i) % 8;
-
-        if (!strcmp(engine->closed[k].name, remote)) {
-            snprintf(text, sizeof(text), ": its connection was closed: %s",
-                     engine->closed[k].reason);
-            return text;
-        }
+    if (reason == NULL) {
+        return "";
     }
-    return "";
+    snprintf(text, sizeof(text), ": its connection was closed: %s", reason);
+    return text;
 }
 
 hixl_status_t hixl_peer_lookup(hixl_engine_t *engine, const char *remote,
@@ -543,7 +544,8 @@ hixl_status_t hixl_peer_lookup(hixl_engine_t *engine, const char *remote,
     }
     if (peer == NULL) {
         return hixl_error(HIXL_NOT_CONNECTED, "not connected to %s%s%s",
-                          remote, hixl_closed_reason(engine, remote),
+                          remote, hixl_closed_reason(engine, remote,
+                                                     want_outgoing),
                           want_outgoing ? " (call hixl_connect first, or set "
                           "AutoConnect)" : "");
     }
@@ -594,10 +596,24 @@ hixl_status_t hixl_disconnect(hixl_engine_t *engine, const char *remote_engine,
     pthread_mutex_lock(&engine->lock);
     peer = hixl_peer_find(engine, remote_engine, -1);
     if (peer == NULL) {
+        char reason[256];
+
+        /* Ended from the other side (or by an error) while the application
+         * still held it: the disconnect it owes is what ends it here. */
+        if (hixl_ended_acknowledge(engine, remote_engine, reason,
+                                   sizeof(reason))) {
+            pthread_mutex_unlock(&engine->lock);
+            hixl_log_info("disconnect from %s: its connection had already "
+                          "ended: %s", remote_engine, reason);
+            return HIXL_SUCCESS;
+        }
+        status = hixl_error(HIXL_NOT_CONNECTED, "not connected to %s%s",
+                            remote_engine,
+                            hixl_closed_reason(engine, remote_engine, 0));
         pthread_mutex_unlock(&engine->lock);
-        return hixl_error(HIXL_NOT_CONNECTED, "not connected to %s",
-                          remote_engine);
+        return status;
     }
+    peer->app_owned = 0;   /* ended by the application: nothing owed */
     hixl_peer_retain(peer);
     if (peer->ep != NULL) {
         /* let what is in flight finish, within the timeout */

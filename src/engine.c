@@ -3,6 +3,7 @@
  */
 #include "config.h"
 #include "peer.h"
+#include "peer_ended.h"
 #include "clock.h"
 #include "device.h"
 #include "log.h"
@@ -280,6 +281,7 @@ static void hixl_engine_destroy(hixl_engine_t *engine)
     hixl_dev_cleanup(engine);   /* after the regions its plugins export */
     hixl_notify_queue_cleanup(engine);
     hixl_layer_sources_cleanup(engine);
+    hixl_ended_cleanup(engine);
     hixl_req_pool_cleanup(&engine->reqs);
     if (engine->epfd >= 0) {
         close(engine->epfd);

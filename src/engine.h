@@ -40,6 +40,7 @@ typedef enum hixl_poll_kind {
 typedef struct hixl_notify_node hixl_notify_node_t;
 typedef struct hixl_layer_source hixl_layer_source_t;
 typedef struct hixl_peer hixl_peer_t;
+typedef struct hixl_ended hixl_ended_t;
 
 struct hixl_engine {
     uint16_t           serial;        /* tags handles (handle.h) */
@@ -86,12 +87,10 @@ struct hixl_engine {
     struct hixl_flush_token *tokens_all;
 
     hixl_layer_source_t *layer_sources;
-    /* why the last outgoing connections ended, for NOT_CONNECTED messages */
-    struct {
-        char name[HIXL_ENGINE_NAME_MAX + 1];
-        char reason[256];
-    } closed[8];
-    unsigned            closed_next;
+    /* connections that ended: why, and which hixl_disconnect() is owed
+     * (peer_ended.h) */
+    struct hixl_ended  *ended;
+    unsigned            ended_count;
     struct hixl_ep_ctx  *ep_ctxs;     /* see hixl_ep_ctx_t */
     struct hixl_dev     *dev;         /* device memory (device.h) */
 

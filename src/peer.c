@@ -3,6 +3,7 @@
  */
 #include "config.h"
 #include "peer.h"
+#include "peer_ended.h"
 #include "device.h"
 #include "log.h"
 
@@ -121,14 +122,7 @@ void hixl_peer_close(hixl_engine_t *engine, hixl_peer_t *peer,
     va_end(ap);
     peer->close_status = status;
     peer->state        = HIXL_PEER_CLOSED;
-    if (peer->outgoing) {
-        unsigned i = engine->closed_next++ % 8;
-
-        snprintf(engine->closed[i].name, sizeof(engine->closed[i].name), "%s",
-                 peer->name);
-        snprintf(engine->closed[i].reason, sizeof(engine->closed[i].reason),
-                 "%s", peer->close_reason);
-    }
+    hixl_ended_record(engine, peer, peer->app_owned);
     hixl_log_info("peer %s (%s): closed: %s", peer->name[0] ? peer->name :
                   "(handshake)", peer->outgoing ? "outgoing" : "accepted",
                   peer->close_reason);

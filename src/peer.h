@@ -64,6 +64,10 @@ struct hixl_peer {
     int                   outgoing;
     int                   same_host;    /* outgoing: listener on this host */
     hixl_peer_state_t     state;
+    /* the application saw this connection up (connect returned SUCCESS, or
+     * an accepted handshake completed) and has not disconnected it: if it
+     * ends otherwise, its hixl_disconnect() is owed (peer_ended.h) */
+    int                   app_owned;
     hixl_status_t         close_status;
     char                  close_reason[256];
     char                  name[HIXL_ENGINE_NAME_MAX + 1];   /* canonical */

@@ -407,6 +407,7 @@ int RunPairHere(const char *label) {
   }
   pid_t pid = fork();  // before any engine exists in this process
   if (pid == 0) {
+    g_failures = 0;  // this process's own count: the parent's are not ours
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     alarm(120);
     close(to_child[1]);
@@ -447,6 +448,7 @@ void RunPair(const char *tls, const char *label) {
   std::fflush(nullptr);
   pid_t pid = fork();
   if (pid == 0) {
+    g_failures = 0;  // an earlier pair's failure must not fail this one
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     alarm(150);
     std::exit(RunPairHere(label));

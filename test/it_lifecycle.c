@@ -10,7 +10,10 @@
  *  - hixl_finalize with transfers in flight neither hangs nor crashes
  *    either side;
  *  - a transfer that cannot finish in time ends TIMEOUT (sync and async),
- *    its handle is released by that report, and the engine goes on working.
+ *    its handle is released by that report, and the engine goes on working;
+ *  - a connection the other side ended is still the application's to
+ *    disconnect: that disconnect succeeds once, the next is NOT_CONNECTED
+ *    (an orderly shutdown must not depend on which side is faster).
  */
 #include "config.h"
 #include "harness.h"
@@ -272,6 +275,96 @@ START_TEST(test_transfer_timeout)
 }
 END_TEST
 
+/* Poll until remote has gone from e's point of view: a notify to it is
+ * refused NOT_CONNECTED, with the reason its connection ended. */
+static void it_wait_gone(hixl_engine_t *e, const char *remote)
+{
+    hixl_notify_desc_t nd = {"ping", "x", 1};
+    hixl_status_t st = HIXL_SUCCESS;
+    int spins;
+
+    for (spins = 0; spins < 20000; ++spins) {
+        st = hixl_send_notify(e, remote, &nd, HX_OP_TIMEOUT_MS);
+        /* NOTIFY_FAILED: the connection closed while this one was out */
+        if ((st != HIXL_SUCCESS) && (st != HIXL_NOTIFY_FAILED)) {
+            break;
+        }
+        usleep(1000);
+    }
+    ck_assert_msg(st == HIXL_NOT_CONNECTED, "%s never saw %s go [%s]: %s: %s",
+                  hixl_engine_name(e), remote, hx_tls_label(),
+                  hixl_strerror(st), hixl_last_error());
+    ck_assert_msg(strstr(hixl_last_error(), "closed") != NULL, "no reason "
+                  "in \"%s\"", hixl_last_error());
+}
+
+/*
+ * b connects to a (two listening engines in this process).  Whichever side
+ * ends the connection, the other side's hixl_disconnect succeeds once, and
+ * a new connection afterwards works and owes nothing from the old one.
+ */
+START_TEST(test_disconnect_after_peer_left)
+{
+    hixl_transfer_op_desc_t d;
+    hixl_engine_t *a, *b;
+    char name_a[80], name_b[80];
+    uint8_t *mem;
+    int round;
+
+    hx_use_tls(_i);
+    a = hx_engine("127.0.0.1:0", "hixl.ListenEphemeral", "1", NULL);
+    b = hx_engine("127.0.0.1:0", "hixl.ListenEphemeral", "1", NULL);
+    snprintf(name_a, sizeof(name_a), "%s", hixl_engine_name(a));
+    snprintf(name_b, sizeof(name_b), "%s", hixl_engine_name(b));
+    mem = hx_alloc_pages(2 * 4096);
+    hx_register(a, mem, 4096);
+    hx_register(b, mem + 4096, 4096);
+    d.local_addr  = (uintptr_t)(mem + 4096);
+    d.remote_addr = (uintptr_t)mem;
+    d.len         = 4096;
+
+    for (round = 0; round < 2; ++round) {
+        hx_ok(hixl_connect(b, name_a, HX_OP_TIMEOUT_MS));
+        hx_pat_fill(mem + 4096, 4096, 40 + round, 0);
+        hx_transfer(b, name_a, HIXL_WRITE, &d, 1, 0);
+        hx_pat_assert(mem, 4096, 40 + round, 0, "the region b wrote");
+        if (round == 0) {
+            /* the listener ends it: the connector's disconnect is owed */
+            hx_ok(hixl_disconnect(a, name_b, HX_OP_TIMEOUT_MS));
+            it_wait_gone(b, name_a);
+            hx_expect(hixl_transfer_sync(b, name_a, HIXL_WRITE, &d, 1,
+                                         HX_OP_TIMEOUT_MS),
+                      HIXL_NOT_CONNECTED, "closed");
+            hx_ok(hixl_disconnect(b, name_a, HX_OP_TIMEOUT_MS));
+            hx_expect(hixl_disconnect(b, name_a, HX_OP_TIMEOUT_MS),
+                      HIXL_NOT_CONNECTED, name_a);
+            hx_expect(hixl_disconnect(a, name_b, HX_OP_TIMEOUT_MS),
+                      HIXL_NOT_CONNECTED, name_b);
+        } else {
+            /* the connector ends it: the listener's disconnect is owed */
+            hx_ok(hixl_disconnect(b, name_a, HX_OP_TIMEOUT_MS));
+            it_wait_gone(a, name_b);
+            hx_ok(hixl_disconnect(a, name_b, HX_OP_TIMEOUT_MS));
+            hx_expect(hixl_disconnect(a, name_b, HX_OP_TIMEOUT_MS),
+                      HIXL_NOT_CONNECTED, name_b);
+            hx_expect(hixl_disconnect(b, name_a, HX_OP_TIMEOUT_MS),
+                      HIXL_NOT_CONNECTED, name_a);
+        }
+    }
+
+    /* a peer that finalizes: the same */
+    hx_ok(hixl_connect(b, name_a, HX_OP_TIMEOUT_MS));
+    hx_transfer(b, name_a, HIXL_WRITE, &d, 1, 1);
+    hx_ok(hixl_finalize(a));
+    it_wait_gone(b, name_a);
+    hx_ok(hixl_disconnect(b, name_a, HX_OP_TIMEOUT_MS));
+    hx_expect(hixl_disconnect(b, name_a, HX_OP_TIMEOUT_MS),
+              HIXL_NOT_CONNECTED, name_a);
+    hx_ok(hixl_finalize(b));
+    hx_free_pages(mem, 2 * 4096);
+}
+END_TEST
+
 static Suite *it_lifecycle_suite(void)
 {
     Suite *s = suite_create("it_lifecycle");
@@ -291,6 +384,10 @@ static Suite *it_lifecycle_suite(void)
 
     tc = hx_tcase("finalize_with_inflight");
     tcase_add_loop_test(tc, test_finalize_with_inflight, 0, IT_NMODES);
+    suite_add_tcase(s, tc);
+
+    tc = hx_tcase("disconnect_after_peer_left");
+    tcase_add_loop_test(tc, test_disconnect_after_peer_left, 0, 3);
     suite_add_tcase(s, tc);
 
     tc = hx_tcase("transfer_timeout");

@@ -236,7 +236,14 @@ HIXL_API hixl_status_t hixl_connect(hixl_engine_t *engine, const char *remote_en
 
 /** Disconnect (hixl::Hixl::Disconnect): waits up to timeout_ms for the
  *  transfers in flight to the remote, then closes; those still in flight end
- *  FAILED.  NOT_CONNECTED if there is no connection to remote. */
+ *  FAILED.  Works from either side of a connection.
+ *
+ *  A connection that the other side ended (it disconnected, finalized or
+ *  died) after this engine saw it up is still this application's to
+ *  disconnect: that call returns SUCCESS, so an orderly shutdown does not
+ *  depend on which side gets there first.  NOT_CONNECTED if there is no
+ *  connection to remote, if it was already disconnected, or if it never
+ *  came up (a failed connect). */
 HIXL_API hixl_status_t hixl_disconnect(hixl_engine_t *engine, const char *remote_engine,
                               int32_t timeout_ms);
 
