@@ -34,6 +34,16 @@ static inline uint64_t hixl_deadline_ns(int64_t timeout_ms)
     return hixl_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 }
 
+/* The same on the coarse clock, for deadlines only ever compared with
+ * hixl_now_coarse_ns() (a request's: one per transfer, on the hot path). */
+static inline uint64_t hixl_deadline_coarse_ns(int64_t timeout_ms)
+{
+    if (timeout_ms < 0) {
+        return UINT64_MAX;
+    }
+    return hixl_now_coarse_ns() + (uint64_t)timeout_ms * 1000000ull;
+}
+
 /* Milliseconds left until a deadline (0 when passed, -1 when never). */
 static inline int hixl_ms_left(uint64_t deadline_ns)
 {

@@ -275,7 +275,6 @@ static void hixl_engine_destroy(hixl_engine_t *engine)
         hixl_engine_worker_destroy(engine);
     }
     hixl_ep_ctx_cleanup(engine);
-    hixl_xfer_tokens_cleanup(engine);
     hixl_xfer_abandon_all(engine);
     hixl_mem_cleanup(engine);
     hixl_dev_cleanup(engine);   /* after the regions its plugins export */
@@ -294,7 +293,6 @@ static void hixl_engine_destroy(hixl_engine_t *engine)
     pthread_mutex_destroy(&engine->done_lock);
     pthread_cond_destroy(&engine->done_cond);
     pthread_mutex_destroy(&engine->poll_lock);
-    pthread_mutex_destroy(&engine->token_lock);
     free(engine);
 }
 
@@ -328,7 +326,6 @@ hixl_status_t hixl_initialize(const char *local_engine,
     pthread_mutex_init(&engine->done_lock, NULL);
     hixl_cond_init_monotonic(&engine->done_cond);
     pthread_mutex_init(&engine->poll_lock, NULL);
-    pthread_mutex_init(&engine->token_lock, NULL);
 
     status = hixl_opts_load(&engine->opts, options, num_options, NULL, NULL);
     if (status != HIXL_SUCCESS) {

@@ -82,9 +82,7 @@ struct hixl_engine {
     uint64_t           next_peer_serial;
     uint64_t           next_token;
     hixl_req_pool_t    reqs;
-    pthread_mutex_t    token_lock;    /* flush tokens (transfer.c) */
-    struct hixl_flush_token *tokens_free;
-    struct hixl_flush_token *tokens_all;
+    atomic_int         fg_wanted;     /* a flush group is due (flush_group.h) */
 
     hixl_layer_source_t *layer_sources;
     /* connections that ended: why, and which hixl_disconnect() is owed

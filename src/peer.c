@@ -4,6 +4,7 @@
 #include "config.h"
 #include "peer.h"
 #include "peer_ended.h"
+#include "flush_group.h"
 #include "device.h"
 #include "log.h"
 
@@ -142,6 +143,7 @@ void hixl_peer_close(hixl_engine_t *engine, hixl_peer_t *peer,
      * (hixl_xfer_peer_closed, hixl_layer_peer_closed).  rkeys go after the
      * endpoint, so that no operation still queued on it can use one. */
     if (peer->ep != NULL) {
+        hixl_fg_close(peer->ep_ctx);   /* no flush may be issued on it now */
         memset(&param, 0, sizeof(param));
         param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
         param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
@@ -351,6 +353,7 @@ void hixl_ep_ctx_cleanup(hixl_engine_t *engine)
 
     while ((ctx = engine->ep_ctxs) != NULL) {
         engine->ep_ctxs = ctx->next;
+        hixl_fg_cleanup(ctx);
         free(ctx);
     }
 }
@@ -441,6 +444,7 @@ hixl_status_t hixl_peer_create_ep(hixl_engine_t *engine, hixl_peer_t *peer,
                           getenv("UCX_TLS") ? getenv("UCX_TLS") : "default",
                           (mode == HIXL_ERROR_MODE_PEER) ? "peer" : "none");
     }
+    hixl_fg_init(peer->ep_ctx, peer->ep);
     hixl_log_debug("%s: endpoint in UCX error mode %s", peer->name,
                    (mode == HIXL_ERROR_MODE_PEER) ? "peer" : "none");
     return HIXL_SUCCESS;

@@ -34,9 +34,18 @@ typedef struct hixl_layer_source hixl_layer_source_t;
  * it even after the endpoint was force-closed and the peer freed, so it
  * lives until the engine (and its worker) is destroyed. */
 typedef struct hixl_ep_ctx {
-    struct hixl_ep_ctx *next;
-    hixl_engine_t      *engine;
-    atomic_int          status;   /* ucs_status_t reported, 0 if none */
+    struct hixl_ep_ctx  *next;
+    hixl_engine_t       *engine;
+    atomic_int           status;   /* ucs_status_t reported, 0 if none */
+    /* coalesced transfer flushes (flush_group.h), under fg_lock */
+    pthread_spinlock_t   fg_lock;
+    int                  fg_lock_init;
+    ucp_ep_h             fg_ep;        /* NULL once the endpoint closes */
+    int                  fg_busy;      /* a flush is in flight or due */
+    int                  fg_due;       /* the waiters' flush is to issue */
+    struct hixl_request *fg_group;     /* what the flush in flight covers */
+    struct hixl_request *fg_wait_head; /* posted since: the next group */
+    struct hixl_request *fg_wait_tail;
 } hixl_ep_ctx_t;
 
 typedef struct hixl_rregion {

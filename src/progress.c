@@ -13,6 +13,7 @@
 #include "peer.h"
 #include "clock.h"
 #include "device.h"
+#include "flush_group.h"
 #include "log.h"
 
 #include <errno.h>
@@ -109,6 +110,11 @@ unsigned hixl_progress(hixl_engine_t *engine)
 
     /* device copies and staging (a no-op while none is in flight) */
     n += hixl_dev_progress(engine);
+    /* transfer flushes their groups' callbacks left due (flush_group.h) */
+    if (atomic_load(&engine->fg_wanted)) {
+        hixl_fg_progress(engine);
+        ++n;
+    }
     /* Sockets carry only control traffic: a system call per progress call
      * would double the cost of a polling loop (measured: 160-435 ns against
      * 25-72 ns).  Look at them once per 64 busy calls, or once per 8 idle

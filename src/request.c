@@ -29,7 +29,7 @@ hixl_status_t hixl_req_pool_init(hixl_req_pool_t *pool, uint32_t size)
         pool->free_list         = &pool->reqs[i];
         atomic_init(&pool->reqs[i].state, HIXL_REQ_FREE);
     }
-    pthread_mutex_init(&pool->lock, NULL);
+    atomic_init(&pool->returned, NULL);
     return HIXL_SUCCESS;
 }
 
@@ -45,25 +45,25 @@ void hixl_req_pool_cleanup(hixl_req_pool_t *pool)
         free(pool->reqs[i].notify_msg);
     }
     free(pool->reqs);
-    pthread_mutex_destroy(&pool->lock);
     memset(pool, 0, sizeof(*pool));
 }
 
 hixl_request_t *hixl_req_get(hixl_req_pool_t *pool, uint16_t serial)
 {
-    hixl_request_t *req;
+    hixl_request_t *req = pool->free_list;
 
-    pthread_mutex_lock(&pool->lock);
-    req = pool->free_list;
-    if (req != NULL) {
-        pool->free_list = req->next_free;
-        pool->in_use++;
-    }
-    pthread_mutex_unlock(&pool->lock);
     if (req == NULL) {
-        return NULL;
+        /* take everything returned so far in one exchange: no ABA, since
+         * nobody else pops */
+        req = atomic_exchange(&pool->returned, NULL);
+        if (req == NULL) {
+            return NULL;
+        }
     }
+    pool->free_list = req->next_free;
 
+    /* nobody else sees the slot before the transfer is posted (UCX's own
+     * synchronisation publishes it to its callbacks): relaxed stores */
     req->gen         = hixl_gen_next(req->gen);
     req->handle      = hixl_handle_make(serial, req->gen, req->index);
     req->peer        = NULL;
@@ -71,27 +71,30 @@ hixl_request_t *hixl_req_get(hixl_req_pool_t *pool, uint16_t serial)
     req->notify_msg  = NULL;
     req->notify_len  = 0;
     req->errmsg[0]   = '\0';
-    atomic_store(&req->pending, 1);
-    atomic_store(&req->data_pending, 1);
-    atomic_store(&req->status, HIXL_SUCCESS);
-    atomic_store(&req->await_ack, 0);
-    atomic_store(&req->flush_pending, 0);
-    atomic_store(&req->state, HIXL_REQ_ACTIVE);
+    /* two holds from the start: the poster's, and its flush's (a transfer
+     * always ends with one, transfer.c) */
+    atomic_store_explicit(&req->pending, 2, memory_order_relaxed);
+    atomic_store_explicit(&req->data_pending, 2, memory_order_relaxed);
+    atomic_store_explicit(&req->status, HIXL_SUCCESS, memory_order_relaxed);
+    atomic_store_explicit(&req->await_ack, 0, memory_order_relaxed);
+    atomic_store_explicit(&req->flush_pending, 0, memory_order_relaxed);
+    atomic_store_explicit(&req->state, HIXL_REQ_ACTIVE, memory_order_release);
     return req;
 }
 
 void hixl_req_put(hixl_req_pool_t *pool, hixl_request_t *req)
 {
+    hixl_request_t *head;
+
     free(req->notify_name);
     free(req->notify_msg);
     req->notify_name = NULL;
     req->notify_msg  = NULL;
     atomic_store(&req->state, HIXL_REQ_FREE);
-    pthread_mutex_lock(&pool->lock);
-    req->next_free  = pool->free_list;
-    pool->free_list = req;
-    pool->in_use--;
-    pthread_mutex_unlock(&pool->lock);
+    head = atomic_load(&pool->returned);
+    do {
+        req->next_free = head;
+    } while (!atomic_compare_exchange_weak(&pool->returned, &head, req));
 }
 
 hixl_request_t *hixl_req_lookup(hixl_req_pool_t *pool, uint16_t serial,

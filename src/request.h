@@ -50,20 +50,27 @@ typedef struct hixl_request {
     size_t               notify_len;
     char                 errmsg[256];
     struct hixl_request *next_free;
+    struct hixl_request *next_flush;   /* its flush group (flush_group.h) */
 } hixl_request_t;
 
+/* Free slots: hixl_req_get takes from free_list, one caller at a time
+ * (under engine->lock); hixl_req_put, from any thread (a status call, a UCX
+ * callback for a request reported TIMEOUT), pushes onto `returned`, which
+ * the taker empties in one exchange when its own list runs dry.  No lock
+ * on the hot path, and no ABA: only the taker pops. */
 typedef struct hixl_req_pool {
-    hixl_request_t  *reqs;
-    uint32_t         size;
-    uint32_t         in_use;
-    hixl_request_t  *free_list;
-    pthread_mutex_t  lock;
+    hixl_request_t           *reqs;
+    uint32_t                  size;
+    hixl_request_t           *free_list;
+    _Atomic(hixl_request_t *) returned;
 } hixl_req_pool_t;
 
 hixl_status_t hixl_req_pool_init(hixl_req_pool_t *pool, uint32_t size);
 void hixl_req_pool_cleanup(hixl_req_pool_t *pool);
 
-/* A fresh ACTIVE request with pending = 1, or NULL when all are in use. */
+/* A fresh ACTIVE request holding pending = data_pending = 2 (its poster
+ * and its flush), or NULL when all are in use (engine->lock held: the one
+ * taker). */
 hixl_request_t *hixl_req_get(hixl_req_pool_t *pool, uint16_t serial);
 
 /* Back to the pool (drops nothing else: see hixl_xfer_release). */
@@ -95,8 +102,6 @@ void hixl_xfer_notify_acked(hixl_engine_t *engine, uint64_t seq,
 void hixl_xfer_peer_closed(hixl_engine_t *engine, hixl_peer_t *peer);
 
 /* Finalize, after the worker is gone: free the flush tokens. */
-void hixl_xfer_tokens_cleanup(hixl_engine_t *engine);
-
 /* Finalize: drop what requests never reported still hold (their peers). */
 void hixl_xfer_abandon_all(hixl_engine_t *engine);
 

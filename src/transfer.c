@@ -4,9 +4,10 @@
  * A transfer is: every descriptor checked against the local region table
  * and the peer's remote table (nothing is posted if one is bad), then one
  * ucp_put_nbx / ucp_get_nbx per descriptor with the region's memh and the
- * cached rkey, then one ucp_ep_flush_nbx whose completion proves every
- * byte reached its destination.  The request completes on that flush, so
- * COMPLETED means "visible at the destination", not merely "sent".
+ * cached rkey, then a ucp_ep_flush_nbx posted after them whose completion
+ * proves every byte reached its destination.  The request completes on that
+ * flush, so COMPLETED means "visible at the destination", not merely
+ * "sent".  Transfers to one endpoint share flushes (flush_group.h).
  * Descriptors with device memory on either side go to device_path.c (IPC
  * copy or staging, see device.h); the request then also waits for that
  * device work.
@@ -19,6 +20,7 @@
 #include "args.h"
 #include "clock.h"
 #include "device.h"
+#include "flush_group.h"
 #include "handle.h"
 #include "log.h"
 
@@ -96,8 +98,8 @@ static void hixl_xfer_send_notify(hixl_engine_t *engine, hixl_request_t *req)
     }
 }
 
-static void hixl_xfer_flushed(hixl_engine_t *engine, hixl_request_t *req,
-                              ucs_status_t ustatus)
+void hixl_xfer_flushed(hixl_engine_t *engine, hixl_request_t *req,
+                       ucs_status_t ustatus)
 {
     if (ustatus != UCS_OK) {
         hixl_req_fail(req, HIXL_FAILED, "%s of %zu descriptor(s) to %s "
@@ -121,64 +123,6 @@ void hixl_xfer_data_done(hixl_engine_t *engine, hixl_request_t *req)
     hixl_xfer_complete_one(engine, req);
 }
 
-/*
- * A transfer's UCX flush carries a token, not the request: UCX 1.13 may
- * call a force-closed endpoint's flush back only when the worker is
- * destroyed, long after hixl_peer_close settled the request (FAILED) and
- * the application reused its slot.  The token names the request and the
- * generation it was posted with; whoever clears req->flush_pending for that
- * generation first (this callback, or hixl_xfer_peer_closed) settles it.
- * Tokens live until the engine is destroyed, after its worker.
- */
-typedef struct hixl_flush_token {
-    struct hixl_flush_token *next;       /* free list */
-    struct hixl_flush_token *next_all;   /* every token, for cleanup */
-    hixl_engine_t           *engine;
-    hixl_request_t          *req;
-    unsigned                 pending;    /* req->flush_pending when posted */
-} hixl_flush_token_t;
-
-static hixl_flush_token_t *hixl_token_get(hixl_engine_t *engine)
-{
-    hixl_flush_token_t *t;
-
-    pthread_mutex_lock(&engine->token_lock);
-    t = engine->tokens_free;
-    if (t != NULL) {
-        engine->tokens_free = t->next;
-    } else {
-        t = calloc(1, sizeof(*t));   /* grows to the peak in flight, once */
-        if (t != NULL) {
-            t->engine          = engine;
-            t->next_all        = engine->tokens_all;
-            engine->tokens_all = t;
-        }
-    }
-    pthread_mutex_unlock(&engine->token_lock);
-    return t;
-}
-
-static void hixl_token_put(hixl_flush_token_t *t)
-{
-    hixl_engine_t *engine = t->engine;
-
-    pthread_mutex_lock(&engine->token_lock);
-    t->next             = engine->tokens_free;
-    engine->tokens_free = t;
-    pthread_mutex_unlock(&engine->token_lock);
-}
-
-void hixl_xfer_tokens_cleanup(hixl_engine_t *engine)
-{
-    hixl_flush_token_t *t;
-
-    while ((t = engine->tokens_all) != NULL) {
-        engine->tokens_all = t->next_all;
-        free(t);
-    }
-    engine->tokens_free = NULL;
-}
-
 /* Settle the flush of `req` if it is still the one `pending` names. */
 static void hixl_xfer_flush_settle(hixl_engine_t *engine, hixl_request_t *req,
                                    unsigned pending, ucs_status_t ustatus)
@@ -186,16 +130,6 @@ static void hixl_xfer_flush_settle(hixl_engine_t *engine, hixl_request_t *req,
     if (atomic_compare_exchange_strong(&req->flush_pending, &pending, 0)) {
         hixl_xfer_flushed(engine, req, ustatus);
     }
-}
-
-static void hixl_xfer_flush_cb(void *request, ucs_status_t ustatus,
-                               void *user_data)
-{
-    hixl_flush_token_t *t = user_data;
-
-    hixl_xfer_flush_settle(t->engine, t->req, t->pending, ustatus);
-    hixl_token_put(t);
-    ucp_request_free(request);
 }
 
 void hixl_xfer_notify_acked(hixl_engine_t *engine, uint64_t seq,
@@ -383,8 +317,6 @@ static void hixl_xfer_post(hixl_engine_t *engine, hixl_peer_t *peer,
 {
     const hixl_transfer_op_desc_t *d;
     hixl_dev_unit_t *unit = NULL;
-    hixl_flush_token_t *token;
-    unsigned pending;
     hixl_region_t *region;
     hixl_rregion_t *rr;
     ucp_request_param_t param;
@@ -440,34 +372,13 @@ static void hixl_xfer_post(hixl_engine_t *engine, hixl_peer_t *peer,
     }
 
     /* Flush even after a failure: what was posted must be done before the
-     * request (and the caller's buffers) are released. */
-    token   = hixl_token_get(engine);
-    pending = ((unsigned)req->gen << 1) | 1;
-    memset(&param, 0, sizeof(param));
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    param.cb.send      = hixl_xfer_flush_cb;
-    param.user_data    = token;
-    atomic_fetch_add(&req->pending, 1);
-    atomic_fetch_add(&req->data_pending, 1);
-    atomic_store(&req->flush_pending, pending);
-    if (token == NULL) {
-        /* no token, no safe way to wait for UCX's callback: fail it now */
-        hixl_req_fail(req, HIXL_RESOURCE_EXHAUSTED, "out of memory for a "
-                      "flush token");
-        sp = UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
-    } else {
-        token->req     = req;
-        token->pending = pending;
-        sp = ucp_ep_flush_nbx(peer->ep, &param);
-    }
-    if (UCS_PTR_IS_PTR(sp)) {
-        return;   /* settled by hixl_xfer_flush_cb or at peer close */
-    }
-    hixl_xfer_flush_settle(engine, req, pending,
-                           (sp == NULL) ? UCS_OK : UCS_PTR_STATUS(sp));
-    if (token != NULL) {
-        hixl_token_put(token);
-    }
+     * request (and the caller's buffers) are released.  flush_pending
+     * carries the generation, so that whoever settles the flush (its group,
+     * or hixl_xfer_peer_closed) does it once, for this use of the slot. */
+    /* (its holds on the request were taken by hixl_req_get) */
+    atomic_store_explicit(&req->flush_pending, ((unsigned)req->gen << 1) | 1,
+                          memory_order_release);
+    hixl_fg_add(engine, peer, req);
 }
 
 static hixl_status_t hixl_xfer_check_args(hixl_engine_t *engine,
@@ -589,7 +500,7 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
     }
     req->op          = op;
     req->num_descs   = num_descs;
-    req->deadline_ns = hixl_deadline_ns(timeout_ms);
+    req->deadline_ns = hixl_deadline_coarse_ns(timeout_ms);
     if ((args != NULL) && (args->field_mask & HIXL_TRANSFER_ARG_NOTIFY)) {
         status = hixl_xfer_copy_notify(engine, req, &args->notify);
         if (status != HIXL_SUCCESS) {
@@ -692,6 +603,12 @@ hixl_status_t hixl_get_transfer_status(hixl_engine_t *engine, hixl_req_t req_h,
                           "this engine (already reported, or never issued by "
                           "it)", (void*)req_h);
     }
+    /* Progress only for an answer not known yet: a window of requests that
+     * one flush completed is reported without a system call each. */
+    if (atomic_load(&req->state) == HIXL_REQ_DONE) {
+        hixl_xfer_report(engine, req, status_p);
+        return HIXL_SUCCESS;
+    }
     if (!engine->opts.progress_thread) {
         hixl_progress(engine);
     }
@@ -721,7 +638,7 @@ hixl_status_t hixl_transfer_sync(hixl_engine_t *engine, const char *remote,
     hixl_request_t *req;
     hixl_status_t status;
     struct timespec ts;
-    uint64_t wake;
+    uint64_t wake, now;
 
     status = hixl_xfer_check_args(engine, remote, op, descs, num_descs);
     if (status != HIXL_SUCCESS) {
@@ -759,8 +676,14 @@ hixl_status_t hixl_transfer_sync(hixl_engine_t *engine, const char *remote,
         pthread_mutex_lock(&engine->done_lock);
         atomic_fetch_add(&engine->done_waiters, 1);
         if (atomic_load(&req->state) != HIXL_REQ_DONE) {
+            /* the deadline is on the coarse clock, which lags by up to a
+             * tick: past it, sleep in 1 ms slices until it expires */
             wake = req->deadline_ns;
             clock_gettime(CLOCK_MONOTONIC, &ts);
+            now  = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+            if ((wake != UINT64_MAX) && (wake < now + 1000000ull)) {
+                wake = now + 1000000ull;
+            }
             if (wake != UINT64_MAX) {
                 ts.tv_sec  = (time_t)(wake / 1000000000ull);
                 ts.tv_nsec = (long)(wake % 1000000000ull);

@@ -11,6 +11,7 @@
 #include "../src/mem_table.h"
 #include "../src/request.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,8 +120,9 @@ START_TEST(test_request_pool)
     ck_assert_ptr_nonnull(b);
     ck_assert_ptr_ne(a, b);
     ck_assert_ptr_null(hixl_req_get(&pool, 3));   /* exhausted */
-    ck_assert_uint_eq(pool.in_use, 2);
-    ck_assert_uint_eq(atomic_load(&a->pending), 1);
+    /* held by its poster and by its flush */
+    ck_assert_uint_eq(atomic_load(&a->pending), 2);
+    ck_assert_uint_eq(atomic_load(&a->data_pending), 2);
     ck_assert_uint_eq(atomic_load(&a->state), HIXL_REQ_ACTIVE);
     ha = a->handle;
     hb = b->handle;
@@ -162,7 +164,79 @@ START_TEST(test_request_pool)
 
     hixl_req_put(&pool, b);
     hixl_req_put(&pool, c);
-    ck_assert_uint_eq(pool.in_use, 0);
+    /* both are back, and only both */
+    a = hixl_req_get(&pool, 3);
+    b = hixl_req_get(&pool, 3);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_ptr_ne(a, b);
+    ck_assert_ptr_null(hixl_req_get(&pool, 3));
+    hixl_req_pool_cleanup(&pool);
+}
+END_TEST
+
+/* Requests come back from any thread (status calls, UCX callbacks) while
+ * the one taker takes: none may be lost or handed out twice. */
+#define POOL_N       1024
+#define POOL_THREADS 4
+
+typedef struct {
+    hixl_req_pool_t *pool;
+    hixl_request_t **reqs;
+} pool_putter_t;
+
+static void *pool_putter(void *arg)
+{
+    pool_putter_t *p = arg;
+    int i;
+
+    for (i = 0; i < POOL_N / POOL_THREADS; ++i) {
+        hixl_req_put(p->pool, p->reqs[i]);
+    }
+    return NULL;
+}
+
+START_TEST(test_request_pool_threads)
+{
+    static hixl_request_t *held[POOL_N], *taken[POOL_N];
+    pool_putter_t putter[POOL_THREADS];
+    pthread_t tid[POOL_THREADS];
+    hixl_req_pool_t pool;
+    hixl_request_t *r;
+    unsigned char seen[POOL_N];
+    int round, i, t, got;
+
+    hx_ok(hixl_req_pool_init(&pool, POOL_N));
+    for (i = 0; i < POOL_N; ++i) {
+        held[i] = hixl_req_get(&pool, 1);
+        ck_assert_ptr_nonnull(held[i]);
+    }
+    for (round = 0; round < 50; ++round) {
+        for (t = 0; t < POOL_THREADS; ++t) {
+            putter[t].pool = &pool;
+            putter[t].reqs = &held[t * (POOL_N / POOL_THREADS)];
+            ck_assert_int_eq(pthread_create(&tid[t], NULL, pool_putter,
+                                            &putter[t]), 0);
+        }
+        /* take while they put */
+        memset(seen, 0, sizeof(seen));
+        got = 0;
+        while (got < POOL_N) {
+            r = hixl_req_get(&pool, 1);
+            if (r == NULL) {
+                continue;
+            }
+            ck_assert_msg(!seen[r->index], "request %u handed out twice",
+                          r->index);
+            seen[r->index] = 1;
+            taken[got++]   = r;
+        }
+        for (t = 0; t < POOL_THREADS; ++t) {
+            pthread_join(tid[t], NULL);
+        }
+        memcpy(held, taken, sizeof(held));
+        ck_assert_ptr_null(hixl_req_get(&pool, 1));
+    }
     hixl_req_pool_cleanup(&pool);
 }
 END_TEST
@@ -175,6 +249,7 @@ static Suite *unit_handle_suite(void)
     tcase_add_test(tc, test_encoding);
     tcase_add_test(tc, test_mem_table);
     tcase_add_test(tc, test_request_pool);
+    tcase_add_test(tc, test_request_pool_threads);
     suite_add_tcase(s, tc);
     return s;
 }
