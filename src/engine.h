@@ -104,6 +104,9 @@ void hixl_progress_stop(hixl_engine_t *engine);
  * handled.  Never call it with engine->lock held: it takes the lock (device
  * progress, control events). */
 unsigned hixl_progress(hixl_engine_t *engine);
+/* The same for a loop that waits for control traffic (notifies, layer
+ * signals, handshakes): it looks at the sockets eight times as often. */
+unsigned hixl_progress_for_control(hixl_engine_t *engine);
 /* Without a progress thread: read the control connections now (before a
  * post, so a revocation or a close already sent to us takes effect). */
 void hixl_progress_control(hixl_engine_t *engine);

@@ -519,7 +519,7 @@ hixl_status_t hixl_test_layer(hixl_engine_t *engine, const char *source,
         return hixl_error(HIXL_PARAM_INVALID, "ready_p is NULL");
     }
     if (!engine->progress_running) {
-        hixl_progress(engine);
+        hixl_progress_for_control(engine);
     }
     pthread_mutex_lock(&engine->lock);
     *ready_p = hixl_layer_check(&q) && (q.status == HIXL_SUCCESS);

@@ -198,7 +198,7 @@ hixl_status_t hixl_get_notifies(hixl_engine_t *engine,
     *notifies_p = NULL;
     *count_p    = 0;
     if (!engine->opts.progress_thread) {
-        hixl_progress(engine);
+        hixl_progress_for_control(engine);
     }
 
     pthread_mutex_lock(&engine->lock);
