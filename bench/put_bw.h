@@ -63,6 +63,7 @@ typedef struct bench_opts {
     int                quiet;         /* -q */
     int                timeout_s;     /* --timeout */
     int                alloc_mmap;    /* --alloc mmap: not hixl_alloc_mem */
+    int                reuse;         /* --reuse: -b repeats the same bytes */
     hixl_option_t     *hixl_opts;     /* --hixl-opt KEY=VALUE */
     unsigned           num_hixl_opts;
 } bench_opts_t;
@@ -135,7 +136,9 @@ void bench_pattern_fill(uint8_t *buf, size_t len, uint64_t seed);
 int  bench_pattern_check(const uint8_t *buf, size_t len, uint64_t seed,
                          char *msg, size_t msg_len);
 /* Descriptors of a run: target/local offsets alike, packed back to back. */
-int  bench_build_descs(bench_side_t *side, const bench_run_t *run);
+/* The descriptors of run: the -s list repeated -b times, back to back in
+ * memory, or (reuse) every repetition over the bytes of the first. */
+int  bench_build_descs(bench_side_t *side, const bench_run_t *run, int reuse);
 /* Drive the engine's progress (no request of ours in flight). */
 void bench_progress(void *arg);
 

@@ -115,7 +115,7 @@ int bench_pattern_check(const uint8_t *buf, size_t len, uint64_t seed,
     return -1;
 }
 
-int bench_build_descs(bench_side_t *side, const bench_run_t *run)
+int bench_build_descs(bench_side_t *side, const bench_run_t *run, int reuse)
 {
     hixl_transfer_op_desc_t *d;
     size_t i, off = 0;
@@ -129,6 +129,9 @@ int bench_build_descs(bench_side_t *side, const bench_run_t *run)
     side->descs     = d;
     side->num_descs = run->num_descs;
     for (i = 0; i < run->num_descs; ++i) {
+        if (reuse && (i % run->num_sizes == 0)) {
+            off = 0;
+        }
         d[i].local_addr  = (uintptr_t)bench_local(side) + off;
         d[i].remote_addr = side->peer_target + off;
         d[i].len         = run->sizes[i % run->num_sizes];

@@ -50,17 +50,24 @@ void hixl_req_pool_cleanup(hixl_req_pool_t *pool)
 
 hixl_request_t *hixl_req_get(hixl_req_pool_t *pool, uint16_t serial)
 {
-    hixl_request_t *req = pool->free_list;
+    hixl_request_t *req = pool->hot;
 
     if (req == NULL) {
-        /* take everything returned so far in one exchange: no ABA, since
-         * nobody else pops */
+        /* take everything returned so far in one exchange (no ABA: nobody
+         * else pops); only when nothing was, a slot never used yet, so a
+         * steady window cycles through the same few cache-warm slots */
         req = atomic_exchange(&pool->returned, NULL);
         if (req == NULL) {
-            return NULL;
+            req = pool->free_list;
+            if (req == NULL) {
+                return NULL;
+            }
+            pool->free_list = req->next_free;
+            goto got;
         }
     }
-    pool->free_list = req->next_free;
+    pool->hot = req->next_free;
+got:
 
     /* nobody else sees the slot before the transfer is posted (UCX's own
      * synchronisation publishes it to its callbacks): relaxed stores */

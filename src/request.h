@@ -53,15 +53,18 @@ typedef struct hixl_request {
     struct hixl_request *next_flush;   /* its flush group (flush_group.h) */
 } hixl_request_t;
 
-/* Free slots: hixl_req_get takes from free_list, one caller at a time
- * (under engine->lock); hixl_req_put, from any thread (a status call, a UCX
+/* Free slots: hixl_req_get takes them one caller at a time (under
+ * engine->lock); hixl_req_put, from any thread (a status call, a UCX
  * callback for a request reported TIMEOUT), pushes onto `returned`, which
- * the taker empties in one exchange when its own list runs dry.  No lock
- * on the hot path, and no ABA: only the taker pops. */
+ * the taker empties into `hot` in one exchange when `hot` runs dry.  Slots
+ * never used yet (free_list) come only after both, so that a steady window
+ * reuses the same few.  No lock on the hot path, and no ABA: only the taker
+ * pops. */
 typedef struct hixl_req_pool {
     hixl_request_t           *reqs;
     uint32_t                  size;
-    hixl_request_t           *free_list;
+    hixl_request_t           *hot;        /* returned, the taker's now */
+    hixl_request_t           *free_list;  /* never used yet */
     _Atomic(hixl_request_t *) returned;
 } hixl_req_pool_t;
 
