@@ -40,15 +40,21 @@ static int hixl_fg_take_waiters(hixl_ep_ctx_t *ctx)
  * requests (under the lock, so that none can be settled or reused by
  * anyone else while this walks it), then complete them outside the lock.
  * Returns 1 when requests wait for the next flush (it is then due).
+ *
+ * exclusive: the caller holds engine->lock and the flush completed inside
+ * its own ucp_ep_flush_nbx call, so no callback, post, close or issue can
+ * touch ctx meanwhile and the spinlock is not needed.
  */
 static int hixl_fg_finish(hixl_engine_t *engine, hixl_ep_ctx_t *ctx,
-                          ucs_status_t ustatus)
+                          ucs_status_t ustatus, int exclusive)
 {
     hixl_request_t *r, *next, *claimed = NULL;
     unsigned pending;
     int due = 0;
 
-    pthread_spin_lock(&ctx->fg_lock);
+    if (!exclusive) {
+        pthread_spin_lock(&ctx->fg_lock);
+    }
     for (r = ctx->fg_group; r != NULL; r = next) {
         next    = r->next_flush;
         pending = atomic_load(&r->flush_pending);
@@ -65,9 +71,11 @@ static int hixl_fg_finish(hixl_engine_t *engine, hixl_ep_ctx_t *ctx,
         ctx->fg_due = 1;   /* fg_busy stays: the waiters are owed a flush */
         due         = 1;
     } else {
-        ctx->fg_busy = 0;
+        atomic_store_explicit(&ctx->fg_busy, 0, memory_order_release);
     }
-    pthread_spin_unlock(&ctx->fg_lock);
+    if (!exclusive) {
+        pthread_spin_unlock(&ctx->fg_lock);
+    }
 
     for (r = claimed; r != NULL; r = next) {
         next          = r->next_flush;   /* r may be released below */
@@ -83,7 +91,7 @@ static void hixl_fg_flush_cb(void *request, ucs_status_t ustatus,
     hixl_ep_ctx_t *ctx = user_data;
 
     ucp_request_free(request);
-    if (hixl_fg_finish(ctx->engine, ctx, ustatus)) {
+    if (hixl_fg_finish(ctx->engine, ctx, ustatus, 0)) {
         /* engine->lock may not be taken here: the next flush is issued by
          * a caller that holds it (hixl_fg_progress, hixl_fg_add) */
         atomic_store(&ctx->engine->fg_wanted, 1);
@@ -108,12 +116,9 @@ static void hixl_fg_issue(hixl_engine_t *engine, hixl_ep_ctx_t *ctx)
         if (UCS_PTR_IS_PTR(sp)) {
             return;   /* hixl_fg_flush_cb */
         }
-        more = 0;
-        if (hixl_fg_finish(engine, ctx, UCS_PTR_STATUS(sp))) {
-            pthread_spin_lock(&ctx->fg_lock);
-            more = hixl_fg_take_waiters(ctx);
-            pthread_spin_unlock(&ctx->fg_lock);
-        }
+        /* done at once (shared memory): nobody else can be at ctx */
+        more = hixl_fg_finish(engine, ctx, UCS_PTR_STATUS(sp), 1) &&
+               hixl_fg_take_waiters(ctx);
     } while (more);
 }
 
@@ -124,11 +129,20 @@ void hixl_fg_add(hixl_engine_t *engine, hixl_peer_t *peer,
     int issue;
 
     req->next_flush = NULL;
-    pthread_spin_lock(&ctx->fg_lock);
-    if (!ctx->fg_busy) {
-        ctx->fg_busy  = 1;
+    /* No flush out or due: only a holder of engine->lock (this caller) sets
+     * fg_busy, and with no flush out no callback touches ctx, so it is ours
+     * without the spinlock until a flush goes out. */
+    if (atomic_load_explicit(&ctx->fg_busy, memory_order_acquire) == 0) {
         ctx->fg_group = req;
-        issue         = 1;
+        atomic_store_explicit(&ctx->fg_busy, 1, memory_order_relaxed);
+        hixl_fg_issue(engine, ctx);
+        return;
+    }
+    pthread_spin_lock(&ctx->fg_lock);
+    if (!atomic_load(&ctx->fg_busy)) {
+        ctx->fg_group = req;   /* a callback cleared it just now */
+        atomic_store(&ctx->fg_busy, 1);
+        issue = 1;
     } else {
         /* a flush in flight may predate our operations: the next one */
         if (ctx->fg_wait_tail != NULL) {

@@ -41,7 +41,7 @@ typedef struct hixl_ep_ctx {
     pthread_spinlock_t   fg_lock;
     int                  fg_lock_init;
     ucp_ep_h             fg_ep;        /* NULL once the endpoint closes */
-    int                  fg_busy;      /* a flush is in flight or due */
+    atomic_int           fg_busy;      /* a flush is in flight or due */
     int                  fg_due;       /* the waiters' flush is to issue */
     struct hixl_request *fg_group;     /* what the flush in flight covers */
     struct hixl_request *fg_wait_head; /* posted since: the next group */

@@ -500,7 +500,6 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
     }
     req->op          = op;
     req->num_descs   = num_descs;
-    req->deadline_ns = hixl_deadline_coarse_ns(timeout_ms);
     if ((args != NULL) && (args->field_mask & HIXL_TRANSFER_ARG_NOTIFY)) {
         status = hixl_xfer_copy_notify(engine, req, &args->notify);
         if (status != HIXL_SUCCESS) {
@@ -515,8 +514,25 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
 
     hixl_xfer_post(engine, peer, req, descs, num_descs);
     *req_p = req;
-    /* drop the poster's hold: the request may finish right here (shared
-     * memory completes inline), and then nobody needs waking */
+    if ((req->notify_name == NULL) &&
+        (atomic_load_explicit(&req->pending, memory_order_acquire) == 1)) {
+        /* Everything completed inside the post (shared memory): only our
+         * own hold is left, and nobody else can see the request before its
+         * handle is returned, so it finishes without atomic read-modify-
+         * writes on it (a third of the cost of a small transfer here). */
+        atomic_store_explicit(&req->data_pending, 0, memory_order_relaxed);
+        atomic_store_explicit(&req->pending, 0, memory_order_relaxed);
+        atomic_fetch_sub(&peer->inflight, 1);
+        atomic_fetch_sub(&engine->busy, 1);
+        atomic_store_explicit(&req->state, HIXL_REQ_DONE,
+                              memory_order_release);
+        return HIXL_SUCCESS;
+    }
+    /* only a request still in flight can time out: its clock starts now
+     * (read only by the status and sync calls, after this returns) */
+    req->deadline_ns = hixl_deadline_coarse_ns(timeout_ms);
+    /* drop the poster's hold: the request may finish right here, and then
+     * nobody needs waking */
     hixl_xfer_data_done(engine, req);
     if (atomic_load(&req->state) == HIXL_REQ_ACTIVE) {
         hixl_progress_kick(engine);
