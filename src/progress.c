@@ -21,6 +21,7 @@
 #include <sys/epoll.h>
 
 #define HIXL_POLL_BATCH      32
+#define HIXL_POLL_PERIOD     256   /* data-loop calls per socket look */
 #define HIXL_REAP_PERIOD_NS  100000000ull   /* handshake deadlines: 100 ms */
 
 static hixl_peer_t *hixl_peer_by_serial(hixl_engine_t *engine, uint64_t serial)
@@ -118,10 +119,13 @@ static unsigned hixl_progress_weighted(hixl_engine_t *engine, unsigned weight)
     }
     /* Sockets carry only control traffic: a system call per progress call
      * would double the cost of a polling loop (measured: 160-435 ns against
-     * 25-72 ns).  Look at them once per 64 calls of a data loop, or once per
-     * 8 calls of a loop waiting for control traffic itself. */
+     * 25-72 ns).  Look at them once per HIXL_POLL_PERIOD calls of a data
+     * loop (a ping-pong on shared memory measurably waits out the system
+     * calls at 64), or once per 8 calls of a loop waiting for control
+     * traffic itself. */
     engine->poll_count += weight;
-    if ((engine->poll_count >= 64) || atomic_load(&engine->peer_errors)) {
+    if ((engine->poll_count >= HIXL_POLL_PERIOD) ||
+        atomic_load(&engine->peer_errors)) {
         engine->poll_count = 0;
         n += hixl_poll_control(engine, 0);
     }
@@ -135,13 +139,14 @@ unsigned hixl_progress(hixl_engine_t *engine)
 
 unsigned hixl_progress_for_control(hixl_engine_t *engine)
 {
-    return hixl_progress_weighted(engine, 8);
+    return hixl_progress_weighted(engine, HIXL_POLL_PERIOD / 8);
 }
 
 void hixl_progress_control(hixl_engine_t *engine)
 {
     /* counts like hixl_progress: not a system call per transfer */
-    if (!engine->progress_running && (++engine->poll_count >= 64)) {
+    if (!engine->progress_running &&
+        (++engine->poll_count >= HIXL_POLL_PERIOD)) {
         engine->poll_count = 0;
         hixl_poll_control(engine, 0);
     }
@@ -170,7 +175,8 @@ static void *hixl_progress_main(void *arg)
     n = 0;
     while (!atomic_load(&engine->progress_stop)) {
         /* busy: a data loop; idle: waiting, maybe for control traffic */
-        n = hixl_progress_weighted(engine, (n == 0) ? 8 : 1);
+        n = hixl_progress_weighted(engine,
+                                   (n == 0) ? HIXL_POLL_PERIOD / 8 : 1);
         if ((n > 0) || (atomic_load(&engine->busy) > 0)) {
             last_active = hixl_now_ns();
             continue;
