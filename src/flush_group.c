@@ -46,7 +46,8 @@ static int hixl_fg_take_waiters(hixl_ep_ctx_t *ctx)
  * touch ctx meanwhile and the spinlock is not needed.
  */
 static int hixl_fg_finish(hixl_engine_t *engine, hixl_ep_ctx_t *ctx,
-                          ucs_status_t ustatus, int exclusive)
+                          ucs_status_t ustatus, int exclusive,
+                          hixl_request_t *own, int *own_done)
 {
     hixl_request_t *r, *next, *claimed = NULL;
     unsigned pending;
@@ -80,6 +81,10 @@ static int hixl_fg_finish(hixl_engine_t *engine, hixl_ep_ctx_t *ctx,
     for (r = claimed; r != NULL; r = next) {
         next          = r->next_flush;   /* r may be released below */
         r->next_flush = NULL;
+        if ((r == own) && (ustatus == UCS_OK)) {
+            *own_done = 1;   /* its poster drops the flush's hold */
+            continue;
+        }
         hixl_xfer_flushed(engine, r, ustatus);
     }
     return due;
@@ -91,7 +96,7 @@ static void hixl_fg_flush_cb(void *request, ucs_status_t ustatus,
     hixl_ep_ctx_t *ctx = user_data;
 
     ucp_request_free(request);
-    if (hixl_fg_finish(ctx->engine, ctx, ustatus, 0)) {
+    if (hixl_fg_finish(ctx->engine, ctx, ustatus, 0, NULL, NULL)) {
         /* engine->lock may not be taken here: the next flush is issued by
          * a caller that holds it (hixl_fg_progress, hixl_fg_add) */
         atomic_store(&ctx->engine->fg_wanted, 1);
@@ -99,12 +104,16 @@ static void hixl_fg_flush_cb(void *request, ucs_status_t ustatus,
 }
 
 /* Flush for ctx->fg_group (engine->lock held, so the endpoint stays open);
- * a flush that completes at once finishes here, and the next with it. */
-static void hixl_fg_issue(hixl_engine_t *engine, hixl_ep_ctx_t *ctx)
+ * a flush that completes at once finishes here, and the next with it.
+ * Returns 1 when own (the poster's request, or NULL) was covered by a
+ * flush that completed here without error: its flush hold is then left to
+ * the poster, which may finish the request without atomics. */
+static int hixl_fg_issue(hixl_engine_t *engine, hixl_ep_ctx_t *ctx,
+                         hixl_request_t *own)
 {
     ucp_request_param_t param;
     ucs_status_ptr_t sp;
-    int more;
+    int more, own_done = 0;
 
     do {
         memset(&param, 0, sizeof(param));
@@ -114,16 +123,18 @@ static void hixl_fg_issue(hixl_engine_t *engine, hixl_ep_ctx_t *ctx)
         param.user_data    = ctx;
         sp = ucp_ep_flush_nbx(ctx->fg_ep, &param);
         if (UCS_PTR_IS_PTR(sp)) {
-            return;   /* hixl_fg_flush_cb */
+            return own_done;   /* the rest: hixl_fg_flush_cb */
         }
         /* done at once (shared memory): nobody else can be at ctx */
-        more = hixl_fg_finish(engine, ctx, UCS_PTR_STATUS(sp), 1) &&
+        more = hixl_fg_finish(engine, ctx, UCS_PTR_STATUS(sp), 1, own,
+                              &own_done) &&
                hixl_fg_take_waiters(ctx);
     } while (more);
+    return own_done;
 }
 
-void hixl_fg_add(hixl_engine_t *engine, hixl_peer_t *peer,
-                 hixl_request_t *req)
+int hixl_fg_add(hixl_engine_t *engine, hixl_peer_t *peer,
+                hixl_request_t *req)
 {
     hixl_ep_ctx_t *ctx = peer->ep_ctx;
     int issue;
@@ -135,8 +146,7 @@ void hixl_fg_add(hixl_engine_t *engine, hixl_peer_t *peer,
     if (atomic_load_explicit(&ctx->fg_busy, memory_order_acquire) == 0) {
         ctx->fg_group = req;
         atomic_store_explicit(&ctx->fg_busy, 1, memory_order_relaxed);
-        hixl_fg_issue(engine, ctx);
-        return;
+        return hixl_fg_issue(engine, ctx, req);
     }
     pthread_spin_lock(&ctx->fg_lock);
     if (!atomic_load(&ctx->fg_busy)) {
@@ -155,9 +165,7 @@ void hixl_fg_add(hixl_engine_t *engine, hixl_peer_t *peer,
         issue = hixl_fg_take_waiters(ctx);
     }
     pthread_spin_unlock(&ctx->fg_lock);
-    if (issue) {
-        hixl_fg_issue(engine, ctx);
-    }
+    return issue ? hixl_fg_issue(engine, ctx, req) : 0;
 }
 
 void hixl_fg_progress(hixl_engine_t *engine)
@@ -177,7 +185,7 @@ void hixl_fg_progress(hixl_engine_t *engine)
         issue = hixl_fg_take_waiters(ctx);
         pthread_spin_unlock(&ctx->fg_lock);
         if (issue) {
-            hixl_fg_issue(engine, ctx);
+            hixl_fg_issue(engine, ctx, NULL);
         }
     }
     pthread_mutex_unlock(&engine->lock);

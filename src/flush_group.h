@@ -41,9 +41,11 @@ void hixl_fg_init(hixl_ep_ctx_t *ctx, ucp_ep_h ep);
 void hixl_fg_cleanup(hixl_ep_ctx_t *ctx);
 
 /* req's operations are posted on peer's endpoint: complete it (through
- * hixl_xfer_flushed) once a flush covers them.  engine->lock held. */
-void hixl_fg_add(hixl_engine_t *engine, hixl_peer_t *peer,
-                 hixl_request_t *req);
+ * hixl_xfer_flushed) once a flush covers them.  engine->lock held.
+ * Returns 1 instead when a flush covering them completed inside this call
+ * without error: the caller then drops the flush's hold on req itself. */
+int hixl_fg_add(hixl_engine_t *engine, hixl_peer_t *peer,
+                hixl_request_t *req);
 
 /* Issue the flushes that callbacks left waiting (engine->lock not held). */
 void hixl_fg_progress(hixl_engine_t *engine);

@@ -310,10 +310,12 @@ static hixl_status_t hixl_xfer_refresh(hixl_engine_t *engine,
 
 /* ---- posting ------------------------------------------------------------- */
 
-static void hixl_xfer_post(hixl_engine_t *engine, hixl_peer_t *peer,
-                           hixl_request_t *req,
-                           const hixl_transfer_op_desc_t *descs,
-                           size_t num_descs)
+/* Returns 1 when the flush completed inside the post without error and
+ * its hold on req is the caller's to drop (hixl_fg_add). */
+static int hixl_xfer_post(hixl_engine_t *engine, hixl_peer_t *peer,
+                          hixl_request_t *req,
+                          const hixl_transfer_op_desc_t *descs,
+                          size_t num_descs)
 {
     const hixl_transfer_op_desc_t *d;
     hixl_dev_unit_t *unit = NULL;
@@ -378,7 +380,7 @@ static void hixl_xfer_post(hixl_engine_t *engine, hixl_peer_t *peer,
     /* (its holds on the request were taken by hixl_req_get) */
     atomic_store_explicit(&req->flush_pending, ((unsigned)req->gen << 1) | 1,
                           memory_order_release);
-    hixl_fg_add(engine, peer, req);
+    return hixl_fg_add(engine, peer, req);
 }
 
 static hixl_status_t hixl_xfer_check_args(hixl_engine_t *engine,
@@ -454,7 +456,7 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
     hixl_request_t *req;
     hixl_peer_t *peer;
     hixl_status_t status;
-    int remote_miss;
+    int remote_miss, flushed;
 
     if ((args != NULL) && (args->field_mask & HIXL_TRANSFER_ARG_TIMEOUT)) {
         if (args->timeout_ms <= 0) {
@@ -507,26 +509,34 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
             return status;
         }
     }
-    hixl_peer_retain(peer);
+    /* The request names its peer before anything is posted (completions
+     * use it), but takes its reference and its places in the in-flight
+     * counts only after the post, and only if it is still in flight: until
+     * this returns, engine->lock keeps the peer alive, and our own hold
+     * keeps any completion from dropping those counts before we took them
+     * (their readers hold engine->lock, or only decide whether to spin). */
     req->peer = peer;
-    atomic_fetch_add(&peer->inflight, 1);
-    atomic_fetch_add(&engine->busy, 1);
-
-    hixl_xfer_post(engine, peer, req, descs, num_descs);
-    *req_p = req;
-    if ((req->notify_name == NULL) &&
-        (atomic_load_explicit(&req->pending, memory_order_acquire) == 1)) {
+    flushed   = hixl_xfer_post(engine, peer, req, descs, num_descs);
+    *req_p    = req;
+    if (flushed && (req->notify_name == NULL) &&
+        (atomic_load_explicit(&req->pending, memory_order_acquire) == 2)) {
         /* Everything completed inside the post (shared memory): only our
-         * own hold is left, and nobody else can see the request before its
-         * handle is returned, so it finishes without atomic read-modify-
-         * writes on it (a third of the cost of a small transfer here). */
+         * hold and the flush's are left, and nobody else can see the
+         * request before its handle is returned, so it finishes with plain
+         * stores, holding nothing (most of the cost of a small transfer
+         * here was atomic read-modify-writes). */
+        req->peer = NULL;
         atomic_store_explicit(&req->data_pending, 0, memory_order_relaxed);
         atomic_store_explicit(&req->pending, 0, memory_order_relaxed);
-        atomic_fetch_sub(&peer->inflight, 1);
-        atomic_fetch_sub(&engine->busy, 1);
         atomic_store_explicit(&req->state, HIXL_REQ_DONE,
                               memory_order_release);
         return HIXL_SUCCESS;
+    }
+    hixl_peer_retain(peer);
+    atomic_fetch_add(&peer->inflight, 1);
+    atomic_fetch_add(&engine->busy, 1);
+    if (flushed) {
+        hixl_xfer_flushed(engine, req, UCS_OK);   /* the flush's hold */
     }
     /* only a request still in flight can time out: its clock starts now
      * (read only by the status and sync calls, after this returns) */
