@@ -58,10 +58,16 @@ static int hixl_fg_finish(hixl_engine_t *engine, hixl_ep_ctx_t *ctx,
     }
     for (r = ctx->fg_group; r != NULL; r = next) {
         next    = r->next_flush;
-        pending = atomic_load(&r->flush_pending);
+        pending = atomic_load_explicit(&r->flush_pending,
+                                       memory_order_relaxed);
         /* 0 would mean it was settled elsewhere; hixl_fg_close empties the
-         * lists before hixl_xfer_peer_closed settles, so it is not seen */
-        if ((pending & 1) &&
+         * lists before hixl_xfer_peer_closed settles, so it is not seen.
+         * Exclusive, nobody else can settle it at all: a store will do. */
+        if (exclusive && (pending & 1)) {
+            atomic_store_explicit(&r->flush_pending, 0, memory_order_relaxed);
+            r->next_flush = claimed;
+            claimed       = r;
+        } else if ((pending & 1) &&
             atomic_compare_exchange_strong(&r->flush_pending, &pending, 0)) {
             r->next_flush = claimed;
             claimed       = r;

@@ -97,8 +97,8 @@ void hixl_req_put(hixl_req_pool_t *pool, hixl_request_t *req)
     free(req->notify_msg);
     req->notify_name = NULL;
     req->notify_msg  = NULL;
-    atomic_store(&req->state, HIXL_REQ_FREE);
-    head = atomic_load(&pool->returned);
+    atomic_store_explicit(&req->state, HIXL_REQ_FREE, memory_order_release);
+    head = atomic_load_explicit(&pool->returned, memory_order_relaxed);
     do {
         req->next_free = head;
     } while (!atomic_compare_exchange_weak(&pool->returned, &head, req));
