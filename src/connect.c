@@ -577,9 +577,26 @@ hixl_status_t hixl_connect(hixl_engine_t *engine, const char *remote_engine,
 
 /* ---- disconnecting ------------------------------------------------------- */
 
+typedef struct hixl_disconnect_wait {
+    ucs_status_ptr_t sp;     /* our flush, NULL when it completed at once */
+    hixl_peer_t     *peer;
+} hixl_disconnect_wait_t;
+
+static int hixl_disconnect_drained(void *arg)
+{
+    hixl_disconnect_wait_t *w = arg;
+
+    if (w->peer->state == HIXL_PEER_CLOSED) {
+        return 1;   /* the other side ended it meanwhile */
+    }
+    return ((w->sp == NULL) || hixl_request_done(w->sp)) &&
+           (atomic_load(&w->peer->inflight) == 0);
+}
+
 hixl_status_t hixl_disconnect(hixl_engine_t *engine, const char *remote_engine,
                               int32_t timeout_ms)
 {
+    hixl_disconnect_wait_t wait;
     ucp_request_param_t param;
     ucs_status_ptr_t sp;
     hixl_peer_t *peer;
@@ -616,21 +633,26 @@ hixl_status_t hixl_disconnect(hixl_engine_t *engine, const char *remote_engine,
     peer->app_owned = 0;   /* ended by the application: nothing owed */
     hixl_peer_retain(peer);
     if (peer->ep != NULL) {
-        /* let what is in flight finish, within the timeout */
+        /* Let what is in flight finish, within the timeout: our own flush
+         * covers every operation posted so far, and the transfers' own
+         * completions (their shared flushes, device work) must have come
+         * in too, or they would be failed by the close below although
+         * their data landed. */
         memset(&param, 0, sizeof(param));
         sp = ucp_ep_flush_nbx(peer->ep, &param);
-        if (UCS_PTR_IS_PTR(sp)) {
-            atomic_fetch_add(&engine->busy, 1);
-            hixl_progress_kick(engine);
-            if (!hixl_engine_wait(engine, hixl_deadline_ns(timeout_ms),
-                                  hixl_request_done, sp)) {
-                status = hixl_error(HIXL_TIMEOUT, "disconnect from %s: "
-                                    "transfers still in flight after %d ms "
-                                    "were failed", peer->name,
-                                    (int)timeout_ms);
-            }
-            atomic_fetch_sub(&engine->busy, 1);
-            ucp_request_free(sp);
+        wait.sp   = UCS_PTR_IS_PTR(sp) ? sp : NULL;
+        wait.peer = peer;
+        atomic_fetch_add(&engine->busy, 1);
+        hixl_progress_kick(engine);
+        if (!hixl_engine_wait(engine, hixl_deadline_ns(timeout_ms),
+                              hixl_disconnect_drained, &wait)) {
+            status = hixl_error(HIXL_TIMEOUT, "disconnect from %s: "
+                                "transfers still in flight after %d ms "
+                                "were failed", peer->name, (int)timeout_ms);
+        }
+        atomic_fetch_sub(&engine->busy, 1);
+        if (wait.sp != NULL) {
+            ucp_request_free(wait.sp);
         }
     }
     hixl_peer_close(engine, peer, HIXL_NOT_CONNECTED,

@@ -131,19 +131,24 @@ START_TEST(test_connect_then_disconnect)
 END_TEST
 
 /*
- * Disconnect right after posting 32 MiB: the disconnect waits for it, so
- * the request then reports COMPLETED and every byte is there.
+ * Disconnect right after posting 32 MiB in 16 transfers: the disconnect
+ * waits for all of them (also those that wait for a flush shared with
+ * later ones), so every request then reports COMPLETED and every byte is
+ * there.
  */
+#define IT_DW_PARTS 16
+
 START_TEST(test_disconnect_waits_for_inflight)
 {
-    const size_t len = 32 * HX_MIB;
+    const size_t len = 32 * HX_MIB, part = len / IT_DW_PARTS;
     hixl_transfer_op_desc_t d;
     hixl_transfer_status_t ts;
     hixl_status_t st;
-    hixl_req_t req;
+    hixl_req_t req[IT_DW_PARTS];
     hx_target_t t;
     hixl_engine_t *e;
     uint8_t *local;
+    int k;
 
     it_start(_i, &t, len);
     e = it_engine(_i);
@@ -151,17 +156,23 @@ START_TEST(test_disconnect_waits_for_inflight)
     local = hx_alloc_pages(len);
     hx_register(e, local, len);
     hx_pat_fill(local, len, 8, 0);
-    d.local_addr  = (uintptr_t)local;
-    d.remote_addr = t.addr[0];
-    d.len         = len;
 
-    hx_ok(hixl_transfer_async(e, t.name, HIXL_WRITE, &d, 1, NULL, &req));
+    for (k = 0; k < IT_DW_PARTS; ++k) {
+        d.local_addr  = (uintptr_t)local + (size_t)k * part;
+        d.remote_addr = t.addr[0] + (uint64_t)k * part;
+        d.len         = part;
+        hx_ok(hixl_transfer_async(e, t.name, HIXL_WRITE, &d, 1, NULL,
+                                  &req[k]));
+    }
     hx_ok(hixl_disconnect(e, t.name, HX_OP_TIMEOUT_MS));
-    ts = hx_wait_req(e, req, &st);
-    ck_assert_msg((st == HIXL_SUCCESS) && (ts == HIXL_TRANSFER_COMPLETED),
-                  "request in flight during a disconnect that waited for it "
-                  "[%s]: status %d, %s: %s", hx_tls_label(), (int)ts,
-                  hixl_strerror(st), hixl_last_error());
+    for (k = 0; k < IT_DW_PARTS; ++k) {
+        ts = hx_wait_req(e, req[k], &st);
+        ck_assert_msg((st == HIXL_SUCCESS) && (ts == HIXL_TRANSFER_COMPLETED),
+                      "request %d of %d in flight during a disconnect that "
+                      "waited for them [%s]: status %d, %s: %s", k,
+                      IT_DW_PARTS, hx_tls_label(), (int)ts,
+                      hixl_strerror(st), hixl_last_error());
+    }
     hx_target_verify(&t, 0, 0, len, 8, 0);
 
     hx_ok(hixl_finalize(e));
