@@ -79,6 +79,15 @@ hixl_request_t *hixl_req_get(hixl_req_pool_t *pool, uint16_t serial);
 /* Back to the pool (drops nothing else: see hixl_xfer_release). */
 void hixl_req_put(hixl_req_pool_t *pool, hixl_request_t *req);
 
+/* Whether hixl_req_get would return a request (its caller, the one taker,
+ * may rely on the answer until it takes: the others only return). */
+static inline int hixl_req_available(hixl_req_pool_t *pool)
+{
+    return (pool->hot != NULL) || (pool->free_list != NULL) ||
+           (atomic_load_explicit(&pool->returned, memory_order_relaxed) !=
+            NULL);
+}
+
 /* The request a handle names, if it is still ACTIVE or DONE. */
 hixl_request_t *hixl_req_lookup(hixl_req_pool_t *pool, uint16_t serial,
                                 uint64_t handle);

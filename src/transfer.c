@@ -227,7 +227,8 @@ static hixl_status_t hixl_xfer_bad_desc(size_t i, const char *side,
 static hixl_status_t hixl_xfer_validate(hixl_engine_t *engine,
                                         hixl_peer_t *peer,
                                         const hixl_transfer_op_desc_t *descs,
-                                        size_t num_descs, int *remote_miss)
+                                        size_t num_descs, int *remote_miss,
+                                        int *all_host)
 {
     const hixl_transfer_op_desc_t *d;
     hixl_range_t *straddle;
@@ -238,6 +239,7 @@ static hixl_status_t hixl_xfer_validate(hixl_engine_t *engine,
     size_t i;
 
     *remote_miss = 0;
+    *all_host    = 1;
     for (i = 0; i < num_descs; ++i) {
         d = &descs[i];
         if (d->len == 0) {
@@ -266,6 +268,7 @@ static hixl_status_t hixl_xfer_validate(hixl_engine_t *engine,
          * whole transfer is refused before anything moves */
         if ((region->type != HIXL_MEM_HOST) ||
             (rr->mem_type != HIXL_MEM_HOST)) {
+            *all_host = 0;
             status = hixl_dev_route(engine, peer, i, d, region, rr, NULL);
             if (status != HIXL_SUCCESS) {
                 return status;
@@ -310,8 +313,60 @@ static hixl_status_t hixl_xfer_refresh(hixl_engine_t *engine,
 
 /* ---- posting ------------------------------------------------------------- */
 
-/* Returns 1 when the flush completed inside the post without error and
- * its hold on req is the caller's to drop (hixl_fg_add). */
+/* One put or get for a descriptor between host regions (region and rr
+ * from the tables); UCX's error status, or UCS_OK once posted (completion
+ * is proven by the flush that follows). */
+static ucs_status_t hixl_xfer_rma(hixl_peer_t *peer, hixl_transfer_op_t op,
+                                  const hixl_transfer_op_desc_t *d,
+                                  const hixl_region_t *region,
+                                  const hixl_rregion_t *rr)
+{
+    ucp_request_param_t param;
+    ucs_status_ptr_t sp;
+
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMH;
+    param.memh         = region->memh;
+    if (op == HIXL_WRITE) {
+        sp = ucp_put_nbx(peer->ep, (void*)d->local_addr, d->len,
+                         d->remote_addr, rr->rkey, &param);
+    } else {
+        sp = ucp_get_nbx(peer->ep, (void*)d->local_addr, d->len,
+                         d->remote_addr, rr->rkey, &param);
+    }
+    if (UCS_PTR_IS_ERR(sp)) {
+        return UCS_PTR_STATUS(sp);
+    }
+    if (sp != NULL) {
+        ucp_request_free(sp);
+    }
+    return UCS_OK;
+}
+
+static void hixl_xfer_rma_failed(hixl_request_t *req, size_t i,
+                                 ucs_status_t ustatus)
+{
+    hixl_req_fail(req, HIXL_FAILED, "descriptor %zu: %s failed: %s", i,
+                  (req->op == HIXL_WRITE) ? "ucp_put_nbx" : "ucp_get_nbx",
+                  ucs_status_string(ustatus));
+}
+
+/* The flush that completes req (after a failure too: what was posted must
+ * be done before the request and the caller's buffers are released).
+ * flush_pending carries the generation, so that whoever settles the flush
+ * (its group, or hixl_xfer_peer_closed) does it once, for this use of the
+ * slot; the request's holds were taken by hixl_req_get.  Returns 1 when
+ * the flush completed here without error and its hold on req is the
+ * caller's to drop (hixl_fg_add). */
+static int hixl_xfer_flush(hixl_engine_t *engine, hixl_peer_t *peer,
+                           hixl_request_t *req)
+{
+    atomic_store_explicit(&req->flush_pending, ((unsigned)req->gen << 1) | 1,
+                          memory_order_release);
+    return hixl_fg_add(engine, peer, req);
+}
+
+/* Post every descriptor (device ones through device_path.c), then the
+ * flush; returns what hixl_xfer_flush does. */
 static int hixl_xfer_post(hixl_engine_t *engine, hixl_peer_t *peer,
                           hixl_request_t *req,
                           const hixl_transfer_op_desc_t *descs,
@@ -321,13 +376,10 @@ static int hixl_xfer_post(hixl_engine_t *engine, hixl_peer_t *peer,
     hixl_dev_unit_t *unit = NULL;
     hixl_region_t *region;
     hixl_rregion_t *rr;
-    ucp_request_param_t param;
-    ucs_status_ptr_t sp;
+    ucs_status_t ustatus;
     size_t i;
     int rc;
 
-    memset(&param, 0, sizeof(param));
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMH;
     for (i = 0; i < num_descs; ++i) {
         d = &descs[i];
         if (d->len == 0) {
@@ -349,38 +401,50 @@ static int hixl_xfer_post(hixl_engine_t *engine, hixl_peer_t *peer,
                 continue;
             }
         }
-        param.memh = region->memh;
-        if (req->op == HIXL_WRITE) {
-            sp = ucp_put_nbx(peer->ep, (void*)d->local_addr, d->len,
-                             d->remote_addr, rr->rkey, &param);
-        } else {
-            sp = ucp_get_nbx(peer->ep, (void*)d->local_addr, d->len,
-                             d->remote_addr, rr->rkey, &param);
-        }
-        if (UCS_PTR_IS_ERR(sp)) {
-            hixl_req_fail(req, HIXL_FAILED, "descriptor %zu: %s failed: %s", i,
-                          (req->op == HIXL_WRITE) ? "ucp_put_nbx" :
-                          "ucp_get_nbx", ucs_status_string(UCS_PTR_STATUS(sp)));
+        ustatus = hixl_xfer_rma(peer, req->op, d, region, rr);
+        if (ustatus != UCS_OK) {
+            hixl_xfer_rma_failed(req, i, ustatus);
             break;
-        }
-        if (sp != NULL) {
-            /* completion is proven by the flush below */
-            ucp_request_free(sp);
         }
     }
 
     if (unit != NULL) {
         hixl_dev_submit(engine, unit);   /* the request waits for it */
     }
+    return hixl_xfer_flush(engine, peer, req);
+}
 
-    /* Flush even after a failure: what was posted must be done before the
-     * request (and the caller's buffers) are released.  flush_pending
-     * carries the generation, so that whoever settles the flush (its group,
-     * or hixl_xfer_peer_closed) does it once, for this use of the slot. */
-    /* (its holds on the request were taken by hixl_req_get) */
-    atomic_store_explicit(&req->flush_pending, ((unsigned)req->gen << 1) | 1,
-                          memory_order_release);
-    return hixl_fg_add(engine, peer, req);
+/* The same for a transfer between host regions only, before it has a
+ * request: what a peer polls for lands without waiting for our
+ * bookkeeping.  *failed_at and *ustatus_p tell the first failure (the
+ * caller records it in the request); the rest is not posted. */
+static void hixl_xfer_post_host(hixl_engine_t *engine, hixl_peer_t *peer,
+                                hixl_transfer_op_t op,
+                                const hixl_transfer_op_desc_t *descs,
+                                size_t num_descs, size_t *failed_at,
+                                ucs_status_t *ustatus_p)
+{
+    const hixl_transfer_op_desc_t *d;
+    size_t i;
+
+    *ustatus_p = UCS_OK;
+    for (i = 0; i < num_descs; ++i) {
+        d = &descs[i];
+        if (d->len == 0) {
+            continue;
+        }
+        *ustatus_p = hixl_xfer_rma(peer, op, d,
+                                   (hixl_region_t*)hixl_range_find(
+                                       &engine->mem.by_addr, d->local_addr,
+                                       d->len, NULL),
+                                   (hixl_rregion_t*)hixl_range_find(
+                                       &peer->rtab, d->remote_addr, d->len,
+                                       NULL));
+        if (*ustatus_p != UCS_OK) {
+            *failed_at = i;
+            return;
+        }
+    }
 }
 
 static hixl_status_t hixl_xfer_check_args(hixl_engine_t *engine,
@@ -456,7 +520,9 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
     hixl_request_t *req;
     hixl_peer_t *peer;
     hixl_status_t status;
-    int remote_miss, flushed;
+    int remote_miss, all_host, flushed;
+    size_t failed_at = 0;
+    ucs_status_t ustatus;
 
     if ((args != NULL) && (args->field_mask & HIXL_TRANSFER_ARG_TIMEOUT)) {
         if (args->timeout_ms <= 0) {
@@ -470,7 +536,8 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
     if (status != HIXL_SUCCESS) {
         return status;
     }
-    status = hixl_xfer_validate(engine, peer, descs, num_descs, &remote_miss);
+    status = hixl_xfer_validate(engine, peer, descs, num_descs, &remote_miss,
+                                &all_host);
     if ((status != HIXL_SUCCESS) && remote_miss) {
         /* The peer may have registered it after our table was sent and its
          * announcement is still on the wire: ask before refusing. */
@@ -478,7 +545,7 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
         if (hixl_xfer_refresh(engine, peer, hixl_deadline_ns(
                 engine->opts.connect_timeout_ms)) == HIXL_SUCCESS) {
             status = hixl_xfer_validate(engine, peer, descs, num_descs,
-                                        &remote_miss);
+                                        &remote_miss, &all_host);
         } else {
             status = hixl_error(HIXL_NOT_CONNECTED, "%s: connection lost "
                                 "while refreshing its memory table",
@@ -494,30 +561,47 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
         return status;
     }
 
-    req = hixl_req_get(&engine->reqs, engine->serial);
-    if (req == NULL) {
+    if (!hixl_req_available(&engine->reqs)) {
         return hixl_error(HIXL_RESOURCE_EXHAUSTED, "all %u requests are in "
                           "flight (option hixl.MaxRequests)",
                           engine->reqs.size);
     }
-    req->op          = op;
-    req->num_descs   = num_descs;
-    if ((args != NULL) && (args->field_mask & HIXL_TRANSFER_ARG_NOTIFY)) {
-        status = hixl_xfer_copy_notify(engine, req, &args->notify);
-        if (status != HIXL_SUCCESS) {
-            hixl_req_put(&engine->reqs, req);
-            return status;
-        }
-    }
-    /* The request names its peer before anything is posted (completions
+    /* The request names its peer before its flush is posted (completions
      * use it), but takes its reference and its places in the in-flight
-     * counts only after the post, and only if it is still in flight: until
-     * this returns, engine->lock keeps the peer alive, and our own hold
-     * keeps any completion from dropping those counts before we took them
-     * (their readers hold engine->lock, or only decide whether to spin). */
-    req->peer = peer;
-    flushed   = hixl_xfer_post(engine, peer, req, descs, num_descs);
-    *req_p    = req;
+     * counts only after, and only if it is still in flight: until this
+     * returns, engine->lock keeps the peer alive, and our own hold keeps
+     * any completion from dropping those counts before we took them (their
+     * readers hold engine->lock, or only decide whether to spin). */
+    if (all_host &&
+        ((args == NULL) || !(args->field_mask & HIXL_TRANSFER_ARG_NOTIFY))) {
+        /* Host memory, no notify: the puts go out first, and the request
+         * (available, checked above; we are its only taker) is filled in
+         * after them, off the path a waiting peer sees. */
+        hixl_xfer_post_host(engine, peer, op, descs, num_descs, &failed_at,
+                            &ustatus);
+        req            = hixl_req_get(&engine->reqs, engine->serial);
+        req->op        = op;
+        req->num_descs = num_descs;
+        req->peer      = peer;
+        if (ustatus != UCS_OK) {
+            hixl_xfer_rma_failed(req, failed_at, ustatus);
+        }
+        flushed = hixl_xfer_flush(engine, peer, req);
+    } else {
+        req            = hixl_req_get(&engine->reqs, engine->serial);
+        req->op        = op;
+        req->num_descs = num_descs;
+        if ((args != NULL) && (args->field_mask & HIXL_TRANSFER_ARG_NOTIFY)) {
+            status = hixl_xfer_copy_notify(engine, req, &args->notify);
+            if (status != HIXL_SUCCESS) {
+                hixl_req_put(&engine->reqs, req);
+                return status;
+            }
+        }
+        req->peer = peer;
+        flushed   = hixl_xfer_post(engine, peer, req, descs, num_descs);
+    }
+    *req_p = req;
     if (flushed && (req->notify_name == NULL) &&
         (atomic_load_explicit(&req->pending, memory_order_acquire) == 2)) {
         /* Everything completed inside the post (shared memory): only our
