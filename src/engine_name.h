@@ -21,6 +21,19 @@ typedef struct hixl_name {
 /* Parse a name; PARAM_INVALID with a message saying what is wrong. */
 hixl_status_t hixl_name_parse(const char *text, hixl_name_t *name);
 
+/* Lookups by name try the spelling the caller used first and pay for
+ * parsing it only on a miss: the spelling for try `pass` (0, then 1), or
+ * NULL when there is no other (the name does not parse). */
+static inline const char *hixl_name_spelling(const char *remote, int pass,
+                                             hixl_name_t *canon)
+{
+    if (pass == 0) {
+        return remote;
+    }
+    return (hixl_name_parse(remote, canon) == HIXL_SUCCESS) ? canon->canon :
+           NULL;
+}
+
 /* Set the port (after an ephemeral listen) and rebuild the canonical form. */
 void hixl_name_set_port(hixl_name_t *name, uint16_t port);
 

@@ -190,23 +190,19 @@ hixl_peer_t *hixl_peer_find(hixl_engine_t *engine, const char *remote,
 {
     hixl_peer_t *peer, *found = NULL;
     hixl_name_t canon;
+    const char *name;
     int pass;
 
-    /* First pass by the spelling the call used; only on a miss pay for
-     * parsing it into canonical form. */
-    for (pass = 0; pass < 2; ++pass) {
-        if (pass == 1) {
-            if (hixl_name_parse(remote, &canon) != HIXL_SUCCESS) {
-                return NULL;
-            }
-            remote = canon.canon;
-        }
+    for (pass = 0;
+         (pass < 2) && ((name = hixl_name_spelling(remote, pass, &canon)) !=
+                        NULL);
+         ++pass) {
         for (peer = engine->peers; peer != NULL; peer = peer->next) {
             if ((peer->state == HIXL_PEER_CLOSED) ||
                 ((outgoing >= 0) && (peer->outgoing != outgoing))) {
                 continue;
             }
-            if (strcmp(peer->alias, remote) && strcmp(peer->name, remote)) {
+            if (strcmp(peer->alias, name) && strcmp(peer->name, name)) {
                 continue;
             }
             if (peer->outgoing || (outgoing == 0)) {

@@ -37,18 +37,16 @@ static hixl_ended_t *hixl_ended_find(hixl_engine_t *engine, const char *remote,
 {
     hixl_ended_t **pp;
     hixl_name_t canon;
+    const char *name;
     int pass;
 
-    for (pass = 0; pass < 2; ++pass) {
-        if (pass == 1) {
-            if (hixl_name_parse(remote, &canon) != HIXL_SUCCESS) {
-                return NULL;
-            }
-            remote = canon.canon;
-        }
+    for (pass = 0;
+         (pass < 2) && ((name = hixl_name_spelling(remote, pass, &canon)) !=
+                        NULL);
+         ++pass) {
         for (pp = &engine->ended; *pp != NULL; pp = &(*pp)->next) {
             if ((!owed_only || (*pp)->owed) &&
-                hixl_ended_match(*pp, remote, outgoing)) {
+                hixl_ended_match(*pp, name, outgoing)) {
                 if (prev_p != NULL) {
                     *prev_p = pp;
                 }
