@@ -25,23 +25,26 @@ static inline uint64_t hixl_now_coarse_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Deadline for a timeout in ms; a negative timeout means "never". */
-static inline uint64_t hixl_deadline_ns(int64_t timeout_ms)
+/* Deadline timeout_ms after now (on now's clock); a negative timeout means
+ * "never". */
+static inline uint64_t hixl_deadline_after(uint64_t now, int64_t timeout_ms)
 {
     if (timeout_ms < 0) {
         return UINT64_MAX;
     }
-    return hixl_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+    return now + (uint64_t)timeout_ms * 1000000ull;
+}
+
+static inline uint64_t hixl_deadline_ns(int64_t timeout_ms)
+{
+    return hixl_deadline_after(hixl_now_ns(), timeout_ms);
 }
 
 /* The same on the coarse clock, for deadlines only ever compared with
  * hixl_now_coarse_ns() (a request's: one per transfer, on the hot path). */
 static inline uint64_t hixl_deadline_coarse_ns(int64_t timeout_ms)
 {
-    if (timeout_ms < 0) {
-        return UINT64_MAX;
-    }
-    return hixl_now_coarse_ns() + (uint64_t)timeout_ms * 1000000ull;
+    return hixl_deadline_after(hixl_now_coarse_ns(), timeout_ms);
 }
 
 /* Milliseconds left until a deadline (0 when passed, -1 when never). */

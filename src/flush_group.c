@@ -63,15 +63,17 @@ static int hixl_fg_finish(hixl_engine_t *engine, hixl_ep_ctx_t *ctx,
         /* 0 would mean it was settled elsewhere; hixl_fg_close empties the
          * lists before hixl_xfer_peer_closed settles, so it is not seen.
          * Exclusive, nobody else can settle it at all: a store will do. */
-        if (exclusive && (pending & 1)) {
-            atomic_store_explicit(&r->flush_pending, 0, memory_order_relaxed);
-            r->next_flush = claimed;
-            claimed       = r;
-        } else if ((pending & 1) &&
-            atomic_compare_exchange_strong(&r->flush_pending, &pending, 0)) {
-            r->next_flush = claimed;
-            claimed       = r;
+        if (!(pending & 1)) {
+            continue;
         }
+        if (exclusive) {
+            atomic_store_explicit(&r->flush_pending, 0, memory_order_relaxed);
+        } else if (!atomic_compare_exchange_strong(&r->flush_pending,
+                                                   &pending, 0)) {
+            continue;
+        }
+        r->next_flush = claimed;
+        claimed       = r;
     }
     ctx->fg_group = NULL;
     if ((ctx->fg_ep != NULL) && (ctx->fg_wait_head != NULL)) {
