@@ -34,6 +34,14 @@ static inline const char *hixl_name_spelling(const char *remote, int pass,
            NULL;
 }
 
+/* Loop over the spellings of remote to look up (see hixl_name_spelling). */
+#define hixl_name_for_each_spelling(_name, _remote, _canon, _pass) \
+    for ((_pass) = 0; \
+         ((_pass) < 2) && \
+         (((_name) = hixl_name_spelling((_remote), (_pass), (_canon))) != \
+          NULL); \
+         ++(_pass))
+
 /* Set the port (after an ephemeral listen) and rebuild the canonical form. */
 void hixl_name_set_port(hixl_name_t *name, uint16_t port);
 

@@ -193,10 +193,7 @@ hixl_peer_t *hixl_peer_find(hixl_engine_t *engine, const char *remote,
     const char *name;
     int pass;
 
-    for (pass = 0;
-         (pass < 2) && ((name = hixl_name_spelling(remote, pass, &canon)) !=
-                        NULL);
-         ++pass) {
+    hixl_name_for_each_spelling(name, remote, &canon, pass) {
         for (peer = engine->peers; peer != NULL; peer = peer->next) {
             if ((peer->state == HIXL_PEER_CLOSED) ||
                 ((outgoing >= 0) && (peer->outgoing != outgoing))) {

@@ -40,10 +40,7 @@ static hixl_ended_t *hixl_ended_find(hixl_engine_t *engine, const char *remote,
     const char *name;
     int pass;
 
-    for (pass = 0;
-         (pass < 2) && ((name = hixl_name_spelling(remote, pass, &canon)) !=
-                        NULL);
-         ++pass) {
+    hixl_name_for_each_spelling(name, remote, &canon, pass) {
         for (pp = &engine->ended; *pp != NULL; pp = &(*pp)->next) {
             if ((!owed_only || (*pp)->owed) &&
                 hixl_ended_match(*pp, name, outgoing)) {

@@ -207,16 +207,20 @@ HixlResult HixlSetTimeout(HixlContext ctx, int32_t timeout_ms)
 
 /* ---- Memory regions ------------------------------------------------------ */
 
+/* Enter a registered region in the context's table, which takes it over:
+ * when that fails, the registration is undone here. */
 static HixlResult hv_mr_add(HixlContext ctx, void *addr, size_t len,
                             hixl_mem_handle_t handle, HixlMrHandle *mr_p)
 {
     struct hixl_verbs_mr *mr, **mrs;
+    HixlResult status;
     uint32_t cap;
 
     mr = calloc(1, sizeof(*mr));
     if (mr == NULL) {
-        return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for a "
-                          "region");
+        status = hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for a "
+                            "region");
+        goto undo;
     }
     pthread_mutex_lock(&ctx->lock);
     if (ctx->num_mrs == ctx->cap_mrs) {
@@ -225,8 +229,9 @@ static HixlResult hv_mr_add(HixlContext ctx, void *addr, size_t len,
         if (mrs == NULL) {
             pthread_mutex_unlock(&ctx->lock);
             free(mr);
-            return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for "
-                              "the region table");
+            status = hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for "
+                                "the region table");
+            goto undo;
         }
         ctx->mrs     = mrs;
         ctx->cap_mrs = cap;
@@ -240,6 +245,10 @@ static HixlResult hv_mr_add(HixlContext ctx, void *addr, size_t len,
     pthread_mutex_unlock(&ctx->lock);
     *mr_p = mr;
     return HIXL_SUCCESS;
+
+undo:
+    hixl_deregister_mem(ctx->engine, handle);
+    return status;
 }
 
 HixlResult HixlMemReg(HixlContext ctx, void *addr, size_t len,
@@ -259,11 +268,7 @@ HixlResult HixlMemReg(HixlContext ctx, void *addr, size_t len,
     if (status != HIXL_SUCCESS) {
         return status;
     }
-    status = hv_mr_add(ctx, addr, len, handle, mr_p);
-    if (status != HIXL_SUCCESS) {
-        hixl_deregister_mem(ctx->engine, handle);
-    }
-    return status;
+    return hv_mr_add(ctx, addr, len, handle, mr_p);
 }
 
 HixlResult HixlMemAlloc(HixlContext ctx, size_t len, void **addr_p,
@@ -282,12 +287,10 @@ HixlResult HixlMemAlloc(HixlContext ctx, size_t len, void **addr_p,
         return status;
     }
     status = hv_mr_add(ctx, addr, len, handle, mr_p);
-    if (status != HIXL_SUCCESS) {
-        hixl_deregister_mem(ctx->engine, handle);
-        return status;
+    if (status == HIXL_SUCCESS) {
+        *addr_p = addr;
     }
-    *addr_p = addr;
-    return HIXL_SUCCESS;
+    return status;
 }
 
 HixlResult HixlMemDereg(HixlContext ctx, HixlMrHandle mr)
