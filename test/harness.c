@@ -3,6 +3,7 @@
  */
 #include "config.h"
 #include "harness.h"
+#include "fd_io.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -402,26 +403,7 @@ typedef struct hx_rep {
     uint64_t value2;
 } hx_rep_t;
 
-/* Whole-buffer I/O; -1 on error or EOF. */
-static int hx_write_all(int fd, const void *buf, size_t len)
-{
-    const uint8_t *p = buf;
-    ssize_t n;
-
-    while (len > 0) {
-        n = write(fd, p, len);
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            return -1;
-        }
-        p   += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
+/* Whole-buffer read (hx_write_all: fd_io.h); -1 on error or EOF. */
 static int hx_read_all(int fd, void *buf, size_t len)
 {
     uint8_t *p = buf;

@@ -50,6 +50,7 @@
  */
 #define _GNU_SOURCE
 #include "config.h"
+#include "fd_io.h"
 
 #include <hixl/hixl.h>
 
@@ -339,25 +340,6 @@ typedef struct p2c {
 _Static_assert(sizeof(c2p_t) <= PIPE_BUF, "a message must be atomic");
 _Static_assert(sizeof(p2c_t) <= PIPE_BUF, "a message must be atomic");
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-    const uint8_t *p = buf;
-    ssize_t n;
-
-    while (len > 0) {
-        n = write(fd, p, len);
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            return -1;
-        }
-        p   += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 /* Read exactly len bytes within timeout_ms: 0, -1 on EOF or error, -2 on
  * timeout. */
 static int read_timed(int fd, void *buf, size_t len, int timeout_ms)
@@ -488,7 +470,7 @@ static void child_send(child_t *c, uint32_t type, const char *text)
     if (text != NULL) {
         snprintf(m.text, sizeof(m.text), "%s", text);
     }
-    if (write_all(c->rep_fd, &m, sizeof(m)) != 0) {
+    if (hx_write_all(c->rep_fd, &m, sizeof(m)) != 0) {
         _exit(5);   /* the parent is gone */
     }
 }
@@ -1424,7 +1406,7 @@ static void kid_gone(kid_t *k, const char *what)
 
 static void kid_send(kid_t *k, const p2c_t *m)
 {
-    if ((k->cmd_fd >= 0) && (write_all(k->cmd_fd, m, sizeof(*m)) != 0)) {
+    if ((k->cmd_fd >= 0) && (hx_write_all(k->cmd_fd, m, sizeof(*m)) != 0)) {
         kid_gone(k, "command pipe broken");
     }
 }
