@@ -4,7 +4,7 @@
  * and known-bad inputs.  Run by hand when the format changes:
  *   ./corpus_gen corpus/ctrl_msg
  */
-#include "ctrl_msg.h"
+#include "wire/ctrl_msg.h"
 
 #include <stdio.h>
 #include <string.h>

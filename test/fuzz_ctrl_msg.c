@@ -14,7 +14,7 @@
  * lies inside the input, and an incomplete prefix of a valid message is
  * never accepted.
  */
-#include "ctrl_msg.h"
+#include "wire/ctrl_msg.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
  * raw socket client that records every byte the listener sends.
  */
 #include "harness.h"
-#include "ctrl_msg.h"
+#include "wire/ctrl_msg.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -7,7 +7,7 @@
  * well-behaved peer, with bytes verified.
  */
 #include "harness.h"
-#include "ctrl_msg.h"
+#include "wire/ctrl_msg.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

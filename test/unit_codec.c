@@ -12,7 +12,7 @@
  */
 #include "config.h"
 #include "harness.h"
-#include "../src/ctrl_msg.h"
+#include "wire/ctrl_msg.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -6,7 +6,7 @@
  */
 #include "config.h"
 #include "harness.h"
-#include "../src/engine_name.h"
+#include "util/engine_name.h"
 
 #include <arpa/inet.h>
 #include <string.h>

@@ -7,9 +7,9 @@
  */
 #include "config.h"
 #include "harness.h"
-#include "../src/handle.h"
-#include "../src/mem_table.h"
-#include "../src/request.h"
+#include "util/handle.h"
+#include "core/mem_table.h"
+#include "core/request.h"
 
 #include <pthread.h>
 #include <stdlib.h>

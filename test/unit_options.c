@@ -10,7 +10,7 @@
  */
 #include "config.h"
 #include "harness.h"
-#include "../src/options.h"
+#include "util/options.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
  */
 #include "config.h"
 #include "harness.h"
-#include "../src/range_index.h"
+#include "util/range_index.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,0 +1,45 @@
+/*
+ * Connections that ended, remembered by name.
+ *
+ * Two uses.  A transfer to a peer that is gone gets NOT_CONNECTED with the
+ * reason its connection ended ("the peer said BYE: ...", "endpoint
+ * timeout"), not a bare "not connected".  And a connection the application
+ * saw come up but that ended from the other side (the peer disconnected,
+ * finalized or died) stays owed to the application: its hixl_disconnect()
+ * still succeeds, once, like ucp_ep_close() on an endpoint that failed.
+ * Without that, every orderly shutdown races: whichever side disconnects
+ * second would get NOT_CONNECTED for doing the right thing.
+ *
+ * The record is bounded (HIXL_ENDED_MAX); past it the oldest acknowledged
+ * entries go first.  All calls with engine->lock held.
+ */
+#ifndef HIXL_PEER_ENDED_H_
+#define HIXL_PEER_ENDED_H_
+
+#include "core/engine.h"
+
+#define HIXL_ENDED_MAX 256
+
+/* Remember why peer ended (from hixl_peer_close).  owed: the application
+ * saw the connection up and did not end it itself. */
+void hixl_ended_record(hixl_engine_t *engine, const hixl_peer_t *peer,
+                       int owed);
+
+/* The reason the newest connection called remote ended (outgoing: 1 only
+ * outgoing ones, -1 either), or NULL when none is remembered. */
+const char *hixl_ended_reason(hixl_engine_t *engine, const char *remote,
+                              int outgoing);
+
+/* hixl_disconnect() of a connection that already ended: 1 if one owed to
+ * the application was found (it is then acknowledged; its reason is copied
+ * into reason), else 0. */
+int hixl_ended_acknowledge(hixl_engine_t *engine, const char *remote,
+                           char *reason, size_t reason_len);
+
+/* A new connection to name came up: what is remembered of older ones in
+ * the same direction is no longer news. */
+void hixl_ended_forget(hixl_engine_t *engine, const char *name, int outgoing);
+
+void hixl_ended_cleanup(hixl_engine_t *engine);
+
+#endif

@@ -1,0 +1,213 @@
+/*
+ * Device regions: local ones (which plugin claims the memory, its export
+ * and the composite key peers get) and remote ones (the peer's key
+ * checked and kept; its memory imported on first use, on this node only).
+ */
+#include "config.h"
+#include "device/device.h"
+#include "core/peer.h"
+#include "util/log.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Append "name: why" to a reasons buffer. */
+static void hixl_dev_reason(char *buf, size_t len, const char *name,
+                            const char *why)
+{
+    size_t used = strlen(buf);
+
+    if (used + 4 < len) {
+        snprintf(buf + used, len - used, "%s%s: %s", used ? "; " : "", name,
+                 why);
+    }
+}
+
+hixl_status_t hixl_dev_region_register(hixl_engine_t *engine,
+                                       hixl_region_t *region)
+{
+    void *addr = (void*)(uintptr_t)region->range.addr;
+    size_t len = region->range.len;
+    hixl_dev_t *dev = engine->dev;
+    uint8_t blob[HIXL_MEM_BLOB_MAX];
+    hixl_dev_plugin_t *dp = NULL;
+    char reasons[768] = "", dirs[512];
+    hixl_mem_attr_t attr;
+    hixl_dev_reg_t *dreg;
+    hixl_status_t status;
+    size_t blob_len, i;
+    void *reg;
+
+    if ((dev == NULL) || (dev->nplugins == 0)) {
+        hixl_plugins_searched(dirs, sizeof(dirs));
+        return hixl_error(HIXL_UNSUPPORTED, "no memory-type plugin is loaded "
+                          "to handle device memory at 0x%" PRIx64 " (%s; "
+                          "searched %s; hixl_info lists plugins)",
+                          region->range.addr,
+                          !strcmp(engine->opts.plugins, "none") ?
+                          "hixl.Plugins=none" : "none found", dirs);
+    }
+    pthread_mutex_lock(&dev->lock);
+    for (i = 0; i < dev->nplugins; ++i) {
+        if (dev->plugins[i].ctx == NULL) {
+            hixl_dev_reason(reasons, sizeof(reasons),
+                            dev->plugins[i].plugin->name,
+                            dev->plugins[i].why);
+            continue;
+        }
+        memset(&attr, 0, sizeof(attr));
+        status = dev->plugins[i].ops->detect(dev->plugins[i].ctx, addr, len,
+                                             &attr);
+        if (status == HIXL_SUCCESS) {
+            dp = &dev->plugins[i];
+            break;
+        }
+        hixl_dev_reason(reasons, sizeof(reasons),
+                        dev->plugins[i].plugin->name, hixl_error_message());
+    }
+    if (dp == NULL) {
+        pthread_mutex_unlock(&dev->lock);
+        return hixl_error(HIXL_UNSUPPORTED, "no memory-type plugin claims "
+                          "device memory [0x%" PRIx64 ", +%" PRIu64 "): %s",
+                          region->range.addr, region->range.len, reasons);
+    }
+    blob_len = sizeof(blob);
+    status   = dp->ops->reg(dp->ctx, addr, len, &attr, &reg, blob, &blob_len);
+    if (status != HIXL_SUCCESS) {
+        pthread_mutex_unlock(&dev->lock);
+        return status;
+    }
+    dreg = calloc(1, sizeof(*dreg));
+    if ((dreg != NULL) && (blob_len <= sizeof(blob))) {
+        /* 0 (refused below) when a field is beyond its limit */
+        dreg->key_len = hixl_dev_key_pack(dreg->key, dp->plugin->name,
+                                          engine->host_id, attr.device, blob,
+                                          blob_len);
+    }
+    if ((dreg == NULL) || (dreg->key_len == 0)) {
+        dp->ops->dereg(dp->ctx, reg);
+        pthread_mutex_unlock(&dev->lock);
+        free(dreg);
+        return hixl_error((dreg == NULL) ? HIXL_RESOURCE_EXHAUSTED :
+                          HIXL_FAILED, "%s", (dreg == NULL) ? "out of memory"
+                          : "memory-type plugin produced an oversized key");
+    }
+    pthread_mutex_unlock(&dev->lock);
+    dreg->dp    = dp;
+    dreg->reg   = reg;
+    dreg->attr  = attr;
+    region->dev = dreg;
+    hixl_log_debug("device region [0x%" PRIx64 ", +%" PRIu64 ") on %s device "
+                   "%d", region->range.addr, region->range.len,
+                   dp->plugin->name, attr.device);
+    return HIXL_SUCCESS;
+}
+
+void hixl_dev_region_release(hixl_engine_t *engine, hixl_region_t *region)
+{
+    hixl_dev_reg_t *dreg = region->dev;
+
+    if (dreg == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&engine->dev->lock);
+    dreg->dp->ops->dereg(dreg->dp->ctx, dreg->reg);
+    pthread_mutex_unlock(&engine->dev->lock);
+    free(dreg);
+    region->dev = NULL;
+}
+
+hixl_status_t hixl_dev_rregion_create(hixl_engine_t *engine,
+                                      hixl_rregion_t *rr, const void *key,
+                                      size_t key_len)
+{
+    hixl_dev_t *dev = engine->dev;
+    hixl_dev_plugin_t *dp = NULL;
+    hixl_dev_key_t k;
+    hixl_rdev_t *rdev;
+    hixl_status_t status;
+    uint64_t exported = 0;
+    char err[160];
+    size_t i;
+
+    if (hixl_dev_key_unpack(key, key_len, &k, err, sizeof(err)) != 0) {
+        return hixl_error(HIXL_FAILED, "MEM_ADD of [0x%" PRIx64 ", +%" PRIu64
+                          "): %s", rr->range.addr, rr->range.len, err);
+    }
+    rdev = calloc(1, sizeof(*rdev));
+    if (rdev == NULL) {
+        return hixl_error(HIXL_FAILED, "out of memory for a remote region");
+    }
+    atomic_init(&rdev->refs, 1);
+    snprintf(rdev->plugin, sizeof(rdev->plugin), "%s", k.plugin);
+    rdev->device    = k.device;
+    rdev->same_node = !strcmp(k.node, engine->host_id);
+    for (i = 0; (dev != NULL) && (i < dev->nplugins); ++i) {
+        if ((dev->plugins[i].ctx != NULL) &&
+            !strcmp(dev->plugins[i].plugin->name, k.plugin)) {
+            dp = &dev->plugins[i];
+        }
+    }
+    if (dp != NULL) {
+        pthread_mutex_lock(&dev->lock);
+        status = dp->ops->unpack(dp->ctx, k.blob, k.blob_len, &rdev->rmem,
+                                 &exported);
+        if ((status == HIXL_SUCCESS) && (exported != rr->range.len)) {
+            dp->ops->release(dp->ctx, rdev->rmem);
+            status = hixl_error(HIXL_FAILED, "its %s key exports %" PRIu64
+                                " bytes", k.plugin, exported);
+        }
+        pthread_mutex_unlock(&dev->lock);
+        if (status != HIXL_SUCCESS) {
+            free(rdev);
+            return hixl_error(HIXL_FAILED, "MEM_ADD of device region [0x%"
+                              PRIx64 ", +%" PRIu64 "): %s", rr->range.addr,
+                              rr->range.len, hixl_error_message());
+        }
+        rdev->dp = dp;
+    }
+    rr->dev = rdev;
+    return HIXL_SUCCESS;
+}
+
+void hixl_dev_rdev_get(hixl_rdev_t *rdev)
+{
+    atomic_fetch_add(&rdev->refs, 1);
+}
+
+void hixl_dev_rdev_put(hixl_engine_t *engine, hixl_rdev_t *rdev)
+{
+    if (atomic_fetch_sub(&rdev->refs, 1) != 1) {
+        return;
+    }
+    if ((rdev->dp != NULL) && (rdev->rmem != NULL)) {
+        /* closes the import: no copy into it is left */
+        pthread_mutex_lock(&engine->dev->lock);
+        rdev->dp->ops->release(rdev->dp->ctx, rdev->rmem);
+        pthread_mutex_unlock(&engine->dev->lock);
+    }
+    free(rdev);
+}
+
+hixl_status_t hixl_dev_rdev_import(hixl_engine_t *engine, hixl_rdev_t *rdev)
+{
+    hixl_status_t status;
+
+    (void)engine;
+    if (rdev->import_state == 0) {
+        status = rdev->dp->ops->import(rdev->dp->ctx, rdev->rmem, &rdev->addr,
+                                       &rdev->attr);
+        if (status == HIXL_SUCCESS) {
+            rdev->import_state = 1;
+        } else {
+            rdev->import_state = -1;
+            snprintf(rdev->why, sizeof(rdev->why), "IPC import failed: %s",
+                     hixl_error_message());
+        }
+    }
+    if (rdev->import_state > 0) {
+        return HIXL_SUCCESS;
+    }
+    return hixl_error(HIXL_UNSUPPORTED, "%s", rdev->why);
+}

@@ -1,0 +1,304 @@
+/*
+ * Per-descriptor path choice for device memory, and posting of the device
+ * copies of the IPC path (staging lives in staging.c).  See device.h for
+ * the paths; hixl.DevicePath forces one (ipc, nic or staging) so that each
+ * can be exercised on one machine, and a descriptor the forced path cannot
+ * carry is refused, not rerouted.
+ */
+#include "config.h"
+#include "device/device.h"
+#include "core/peer.h"
+#include "util/log.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const hixl_path_mode_names[] = {
+    [HIXL_DEVICE_PATH_AUTO]    = "auto",
+    [HIXL_DEVICE_PATH_IPC]     = "ipc",
+    [HIXL_DEVICE_PATH_NIC]     = "nic",
+    [HIXL_DEVICE_PATH_STAGING] = "staging",
+};
+
+static const char *hixl_mem_kind(hixl_mem_type_t type)
+{
+    return (type == HIXL_MEM_DEVICE) ? "device" : "host";
+}
+
+/* Why the IPC path cannot carry (lr, rr), or NULL when it can (imports
+ * the remote memory on first use). */
+static const char *hixl_dev_no_ipc(hixl_engine_t *engine, hixl_region_t *lr,
+                                   hixl_rregion_t *rr, char *buf, size_t len)
+{
+    hixl_rdev_t *rdev = rr->dev;
+
+    if ((rr->mem_type != HIXL_MEM_DEVICE) || (rdev == NULL)) {
+        return "IPC reaches only remote device memory";
+    }
+    if (!rdev->same_node) {
+        return "the remote device memory is on another node";
+    }
+    if (rdev->dp == NULL) {
+        snprintf(buf, len, "the '%s' plugin that owns the remote memory is "
+                 "not available here", rdev->plugin);
+        return buf;
+    }
+    if ((lr->type == HIXL_MEM_DEVICE) && (lr->dev->dp != rdev->dp)) {
+        snprintf(buf, len, "local memory belongs to plugin '%s', remote to "
+                 "'%s'", lr->dev->dp->plugin->name, rdev->plugin);
+        return buf;
+    }
+    if (hixl_dev_rdev_import(engine, rdev) != HIXL_SUCCESS) {
+        return rdev->why;
+    }
+    return NULL;
+}
+
+static const char *hixl_dev_no_ucx(hixl_region_t *lr, hixl_rregion_t *rr)
+{
+    if (lr->memh == NULL) {
+        return "the local device region is not NIC-registered "
+               "(hixl.DeviceNicReg=0, or ucp_mem_map refused it)";
+    }
+    if (rr->rkey == NULL) {
+        return "the remote device region has no UCX remote key (its owner "
+               "did not NIC-register it: hixl.DeviceNicReg)";
+    }
+    return NULL;
+}
+
+static const char *hixl_dev_no_stage(hixl_engine_t *engine,
+                                     hixl_region_t *lr, hixl_rregion_t *rr)
+{
+    if (lr->type != HIXL_MEM_DEVICE) {
+        return "staging moves local device memory only";
+    }
+    if (rr->rkey == NULL) {
+        return "the remote device region has no UCX remote key: device "
+               "memory on another node is reachable only if its owner "
+               "NIC-registers it (hixl.DeviceNicReg=1); staging on the "
+               "remote side is not implemented";
+    }
+    if (hixl_stage_ready(engine, lr->dev->dp) != HIXL_SUCCESS) {
+        return hixl_error_message();
+    }
+    return NULL;
+}
+
+hixl_status_t hixl_dev_route(hixl_engine_t *engine, hixl_peer_t *peer,
+                             size_t i, const hixl_transfer_op_desc_t *d,
+                             hixl_region_t *lr, hixl_rregion_t *rr,
+                             hixl_path_t *path_p)
+{
+    int mode = engine->opts.device_path;
+    const char *no_ipc = NULL, *no_ucx = NULL, *no_stage = NULL;
+    char buf[256], why[640];
+    hixl_path_t path;
+
+    pthread_mutex_lock(&engine->dev->lock);
+    if ((mode == HIXL_DEVICE_PATH_AUTO) || (mode == HIXL_DEVICE_PATH_IPC)) {
+        no_ipc = hixl_dev_no_ipc(engine, lr, rr, buf, sizeof(buf));
+        if (no_ipc == NULL) {
+            path = HIXL_PATH_IPC;
+            goto found;
+        }
+    }
+    if ((mode == HIXL_DEVICE_PATH_AUTO) || (mode == HIXL_DEVICE_PATH_NIC)) {
+        no_ucx = hixl_dev_no_ucx(lr, rr);
+        if (no_ucx == NULL) {
+            path = HIXL_PATH_UCX;
+            goto found;
+        }
+    }
+    if ((mode == HIXL_DEVICE_PATH_AUTO) ||
+        (mode == HIXL_DEVICE_PATH_STAGING)) {
+        no_stage = hixl_dev_no_stage(engine, lr, rr);
+        if (no_stage == NULL) {
+            path = HIXL_PATH_STAGE;
+            goto found;
+        }
+    }
+    snprintf(why, sizeof(why), "%s%s%s%s%s%s%s%s", no_ipc ? "ipc: " : "",
+             no_ipc ? no_ipc : "", (no_ipc && (no_ucx || no_stage)) ? "; " : "",
+             no_ucx ? "nic: " : "", no_ucx ? no_ucx : "",
+             (no_ucx && no_stage) ? "; " : "", no_stage ? "staging: " : "",
+             no_stage ? no_stage : "");
+    pthread_mutex_unlock(&engine->dev->lock);
+    return hixl_error(HIXL_UNSUPPORTED, "descriptor %zu: no path between "
+                      "%s memory [0x%" PRIxPTR ", +%zu) here and %s memory "
+                      "0x%" PRIxPTR " of %s (hixl.DevicePath=%s): %s", i,
+                      hixl_mem_kind(lr->type), d->local_addr, d->len,
+                      hixl_mem_kind((hixl_mem_type_t)rr->mem_type),
+                      d->remote_addr, peer->name,
+                      hixl_path_mode_names[mode], why);
+
+found:
+    pthread_mutex_unlock(&engine->dev->lock);
+    hixl_log(HIXL_LOG_TRACE, "descriptor %zu to %s: %s path", i, peer->name,
+             (path == HIXL_PATH_IPC) ? "IPC" : (path == HIXL_PATH_UCX) ?
+             "UCX" : "staging");
+    if (path_p != NULL) {
+        *path_p = path;
+    }
+    return HIXL_SUCCESS;
+}
+
+/* Note a copy queued on (dp, device) for the unit's marks. */
+static int hixl_dev_unit_queued(hixl_dev_unit_t *unit, hixl_dev_plugin_t *dp,
+                                int32_t device)
+{
+    unsigned i;
+
+    for (i = 0; i < unit->nmarks; ++i) {
+        if ((unit->marks[i].dp == dp) && (unit->marks[i].device == device)) {
+            unit->marks[i].queued++;
+            return 0;
+        }
+    }
+    if (unit->nmarks == HIXL_UNIT_MARKS) {
+        return -1;
+    }
+    unit->marks[unit->nmarks].dp     = dp;
+    unit->marks[unit->nmarks].device = device;
+    unit->marks[unit->nmarks].queued = 1;
+    unit->nmarks++;
+    return 0;
+}
+
+/* Keep rdev alive while the unit's copies may use its import. */
+static int hixl_dev_unit_hold(hixl_dev_unit_t *unit, hixl_rdev_t *rdev)
+{
+    hixl_rdev_t **rdevs;
+
+    if ((unit->nrdevs > 0) && (unit->rdevs[unit->nrdevs - 1] == rdev)) {
+        return 0;   /* batches mostly target one region */
+    }
+    if (unit->nrdevs == unit->rdevs_cap) {
+        rdevs = realloc(unit->rdevs, (unit->rdevs_cap ? 2 * unit->rdevs_cap :
+                                      8) * sizeof(*rdevs));
+        if (rdevs == NULL) {
+            return -1;
+        }
+        unit->rdevs     = rdevs;
+        unit->rdevs_cap = unit->rdevs_cap ? 2 * unit->rdevs_cap : 8;
+    }
+    hixl_dev_rdev_get(rdev);
+    unit->rdevs[unit->nrdevs++] = rdev;
+    return 0;
+}
+
+static int hixl_dev_post_ipc(hixl_dev_unit_t *unit, size_t i,
+                             const hixl_transfer_op_desc_t *d,
+                             hixl_region_t *lr, hixl_rregion_t *rr)
+{
+    hixl_rdev_t *rdev = rr->dev;
+    int32_t ldev      = (lr->type == HIXL_MEM_DEVICE) ? lr->dev->attr.device :
+                        -1;
+    void *remote      = (uint8_t*)rdev->addr + (d->remote_addr -
+                                                rr->range.addr);
+    hixl_mem_copy_t c;
+
+    if (unit->req->op == HIXL_WRITE) {
+        c.dst        = remote;
+        c.dst_device = rdev->attr.device;
+        c.src        = (const void*)d->local_addr;
+        c.src_device = ldev;
+    } else {
+        c.dst        = (void*)d->local_addr;
+        c.dst_device = ldev;
+        c.src        = remote;
+        c.src_device = rdev->attr.device;
+    }
+    c.len = d->len;
+    /* the local device's engine runs it; for host memory, the engine of
+     * the device that holds the imported memory */
+    c.exec_device = (ldev >= 0) ? ldev : rdev->attr.device;
+    if ((hixl_dev_unit_hold(unit, rdev) != 0) ||
+        (hixl_dev_unit_queued(unit, rdev->dp, c.exec_device) != 0)) {
+        hixl_req_fail(unit->req, HIXL_RESOURCE_EXHAUSTED, "descriptor %zu: "
+                      "out of memory (or more than %d devices) for device "
+                      "copies", i, HIXL_UNIT_MARKS);
+        return -1;
+    }
+    if (rdev->dp->ops->copy(rdev->dp->ctx, &c) != HIXL_SUCCESS) {
+        hixl_req_fail(unit->req, HIXL_FAILED, "descriptor %zu: device copy "
+                      "to %s failed: %s", i, unit->peer->name,
+                      hixl_error_message());
+        return -1;
+    }
+    return 1;
+}
+
+int hixl_dev_post(hixl_engine_t *engine, hixl_peer_t *peer,
+                  hixl_request_t *req, hixl_dev_unit_t **unit_p, size_t i,
+                  const hixl_transfer_op_desc_t *d, hixl_region_t *lr,
+                  hixl_rregion_t *rr)
+{
+    hixl_dev_unit_t *unit;
+    hixl_path_t path;
+    int rc;
+
+    if (hixl_dev_route(engine, peer, i, d, lr, rr, &path) != HIXL_SUCCESS) {
+        /* validated before posting: only a peer that changed since can
+         * get here */
+        hixl_req_fail(req, HIXL_UNSUPPORTED, "%s", hixl_error_message());
+        return -1;
+    }
+    if (path == HIXL_PATH_UCX) {
+        return 0;
+    }
+    pthread_mutex_lock(&engine->dev->lock);
+    unit = *unit_p;
+    if (unit == NULL) {
+        unit = hixl_dev_unit_new(engine, peer, req);
+        if (unit == NULL) {
+            pthread_mutex_unlock(&engine->dev->lock);
+            hixl_req_fail(req, HIXL_RESOURCE_EXHAUSTED, "descriptor %zu: out "
+                          "of memory for device work", i);
+            return -1;
+        }
+        *unit_p = unit;
+    }
+    if (path == HIXL_PATH_IPC) {
+        rc = hixl_dev_post_ipc(unit, i, d, lr, rr);
+    } else if (hixl_stage_add(unit, req->op, lr->dev->dp,
+                              lr->dev->attr.device, d->local_addr,
+                              d->remote_addr, d->len, rr->rkey) ==
+               HIXL_SUCCESS) {
+        rc = 1;
+    } else {
+        hixl_req_fail(req, HIXL_RESOURCE_EXHAUSTED, "descriptor %zu: %s", i,
+                      hixl_error_message());
+        rc = -1;
+    }
+    pthread_mutex_unlock(&engine->dev->lock);
+    return rc;
+}
+
+void hixl_dev_submit(hixl_engine_t *engine, hixl_dev_unit_t *unit)
+{
+    hixl_dev_mark_t *m;
+    unsigned i;
+
+    pthread_mutex_lock(&engine->dev->lock);
+    for (i = 0; i < unit->nmarks; ++i) {
+        m = &unit->marks[i];
+        if (m->dp->ops->mark(m->dp->ctx, m->device, &m->token) !=
+            HIXL_SUCCESS) {
+            /* the copies' end cannot be observed: fail the request rather
+             * than report data that may still be moving as landed */
+            m->token = NULL;
+            hixl_req_fail(unit->req, HIXL_FAILED, "cannot track device "
+                          "copies to %s: %s", unit->peer->name,
+                          hixl_error_message());
+        }
+        m->queued = 0;
+    }
+    if (unit->job != NULL) {
+        hixl_stage_queue(engine, unit->job);
+    }
+    unit->submitted = 1;
+    pthread_mutex_unlock(&engine->dev->lock);
+    hixl_progress_kick(engine);
+}

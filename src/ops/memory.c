@@ -1,0 +1,443 @@
+/*
+ * Memory registration: hixl_register_mem / hixl_deregister_mem and the
+ * announcements that keep peers' remote tables current.
+ *
+ * Revocation rule (hixl_deregister_mem): the region leaves the local table
+ * first (no new local descriptor can use it), then every accepted peer is
+ * sent MEM_DEL followed by SYNC.  A peer answers the SYNC only after it has
+ * dropped the region and flushed its endpoint to us, so once every peer has
+ * answered, no write into the region can still arrive, and only then is the
+ * region unmapped and the call successful.  A peer that does not answer
+ * within hixl.ConnectTimeoutMs is disconnected and the call returns TIMEOUT
+ * with the region still mapped (and out of every table): the application
+ * keeps the memory and calls again after a grace period of the same length,
+ * in which whatever that peer still had in flight lands.  (Over shared memory
+ * and UCX 1.13's tcp emulation of RMA, no transport-level key can be revoked;
+ * an engine also reads its control connection before it posts, so a peer
+ * running this library stops at once when it is told.)
+ */
+#include "config.h"
+#include "core/peer.h"
+#include "util/clock.h"
+#include "device/device.h"
+#include "util/handle.h"
+#include "util/log.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static hixl_status_t hixl_mem_send_add(hixl_peer_t *peer,
+                                       const hixl_region_t *region)
+{
+    ctrl_msg_t msg;
+
+    memset(&msg, 0, sizeof(msg));
+    msg.type               = CTRL_MEM_ADD;
+    msg.u.mem_add.id       = region->handle;
+    msg.u.mem_add.addr     = region->range.addr;
+    msg.u.mem_add.len      = region->range.len;
+    msg.u.mem_add.mem_type = (uint32_t)region->type;
+    msg.u.mem_add.rkey     = ctrl_bytes(region->rkey_buf, region->rkey_len);
+    if (region->dev != NULL) {
+        msg.u.mem_add.dev_key = ctrl_bytes(region->dev->key,
+                                           region->dev->key_len);
+    }
+    return ctrl_conn_send(&peer->conn, &msg);
+}
+
+hixl_status_t hixl_mem_announce(hixl_engine_t *engine, hixl_peer_t *peer)
+{
+    hixl_status_t status;
+    size_t i;
+
+    for (i = 0; i < engine->mem.by_addr.count; ++i) {
+        status = hixl_mem_send_add(peer, (const hixl_region_t*)
+                                         engine->mem.by_addr.items[i]);
+        if (status != HIXL_SUCCESS) {
+            return status;
+        }
+    }
+    return HIXL_SUCCESS;
+}
+
+static void hixl_region_unmap(hixl_engine_t *engine, hixl_region_t *region)
+{
+    if (region->rkey_buf != NULL) {
+        ucp_rkey_buffer_release(region->rkey_buf);
+        region->rkey_buf = NULL;
+        region->rkey_len = 0;
+    }
+    if (region->memh != NULL) {
+        ucp_mem_unmap(engine->ucp_context, region->memh);
+        region->memh = NULL;
+    }
+}
+
+static void hixl_region_free(hixl_engine_t *engine, hixl_region_t *region)
+{
+    hixl_region_unmap(engine, region);
+    hixl_dev_region_release(engine, region);
+    free(region);
+}
+
+/* Map a region with UCX; with `allocate`, UCX allocates it too (and
+ * region->range.addr is set from where it did). */
+static hixl_status_t hixl_region_map(hixl_engine_t *engine,
+                                     hixl_region_t *region, int allocate)
+{
+    ucp_mem_map_params_t params;
+    ucp_mem_attr_t attr;
+    ucs_status_t ustatus;
+
+    memset(&params, 0, sizeof(params));
+    params.field_mask  = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
+                         UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                         UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
+    params.address     = (void*)(uintptr_t)region->range.addr;
+    params.length      = region->range.len;
+    params.memory_type = UCS_MEMORY_TYPE_HOST;
+    if (allocate) {
+        params.field_mask |= UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+        params.flags       = UCP_MEM_MAP_ALLOCATE;
+    }
+    ustatus = ucp_mem_map(engine->ucp_context, &params, &region->memh);
+    if (ustatus != UCS_OK) {
+        region->memh = NULL;
+        return hixl_error(allocate ? HIXL_RESOURCE_EXHAUSTED : HIXL_FAILED,
+                          "ucp_mem_map of %s%" PRIu64 " bytes at 0x%" PRIx64
+                          " failed: %s", allocate ? "(allocating) " : "",
+                          region->range.len, region->range.addr,
+                          ucs_status_string(ustatus));
+    }
+    if (allocate) {
+        attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
+        ustatus = ucp_mem_query(region->memh, &attr);
+        if (ustatus != UCS_OK) {
+            return hixl_error(HIXL_FAILED, "ucp_mem_query: %s",
+                              ucs_status_string(ustatus));
+        }
+        region->range.addr = (uintptr_t)attr.address;
+    }
+    ustatus = ucp_rkey_pack(engine->ucp_context, region->memh,
+                            &region->rkey_buf, &region->rkey_len);
+    if (ustatus != UCS_OK) {
+        region->rkey_buf = NULL;
+        return hixl_error(HIXL_FAILED, "ucp_rkey_pack failed: %s",
+                          ucs_status_string(ustatus));
+    }
+    if (region->rkey_len > CTRL_MAX_RKEY) {
+        return hixl_error(HIXL_UNSUPPORTED, "packed remote key is %zu bytes, "
+                          "more than the control channel carries (%d)",
+                          region->rkey_len, CTRL_MAX_RKEY);
+    }
+    return HIXL_SUCCESS;
+}
+
+/* Index a mapped region and announce it (both register and alloc). */
+static hixl_status_t hixl_region_add(hixl_engine_t *engine,
+                                     hixl_region_t *region)
+{
+    hixl_range_t *other;
+    hixl_peer_t *peer;
+    hixl_status_t status;
+
+    pthread_mutex_lock(&engine->lock);
+    other = hixl_range_overlap(&engine->mem.by_addr, region->range.addr,
+                               region->range.len);
+    if (other != NULL) {
+        status = hixl_error(HIXL_PARAM_INVALID, "region [0x%" PRIx64 ", +%"
+                            PRIu64 ") overlaps the registered region [0x%"
+                            PRIx64 ", +%" PRIu64 ")", region->range.addr,
+                            region->range.len, other->addr, other->len);
+        goto out;
+    }
+    status = hixl_mem_table_insert(&engine->mem, engine->serial, region);
+    if (status != HIXL_SUCCESS) {
+        goto out;
+    }
+    /* Tell connected peers now; one that transfers into the region before
+     * this arrives asks for it (SYNC) instead of refusing. */
+    for (peer = engine->peers; peer != NULL; peer = peer->next) {
+        if (!peer->outgoing && (peer->state == HIXL_PEER_READY)) {
+            hixl_mem_send_add(peer, region);
+        }
+    }
+    hixl_progress_kick(engine);
+out:
+    pthread_mutex_unlock(&engine->lock);
+    return status;
+}
+
+/* Device memory: the plugin that claims it exports it (IPC key); with
+ * hixl.DeviceNicReg=1 it is also offered to UCX (ucp_mem_map), which
+ * succeeds where the NIC can reach device memory (peer-memory RDMA).  A
+ * refusal there is not an error: the region is then reached by IPC on
+ * this node and by staging from it. */
+static hixl_status_t hixl_region_map_device(hixl_engine_t *engine,
+                                            hixl_region_t *region)
+{
+    hixl_status_t status;
+
+    status = hixl_dev_region_register(engine, region);
+    if ((status != HIXL_SUCCESS) || !engine->opts.device_nic_reg) {
+        return status;
+    }
+    if (hixl_region_map(engine, region, 0) != HIXL_SUCCESS) {
+        hixl_log_info("device region [0x%" PRIx64 ", +%" PRIu64 ") is not "
+                      "NIC-registrable (%s): peers on other nodes cannot "
+                      "reach it", region->range.addr, region->range.len,
+                      hixl_error_message());
+        hixl_region_unmap(engine, region);
+    }
+    return HIXL_SUCCESS;
+}
+
+static hixl_status_t hixl_mem_check_type(hixl_mem_type_t type, int allocate)
+{
+    if ((type == HIXL_MEM_DEVICE) && allocate) {
+        return hixl_error(HIXL_UNSUPPORTED, "hixl_alloc_mem allocates host "
+                          "memory only: allocate device memory with its "
+                          "runtime (aclrtMalloc) and register it");
+    }
+    if (type == HIXL_MEM_DEVICE) {
+        return HIXL_SUCCESS;   /* a plugin must claim it: see map_device */
+    }
+    if (type != HIXL_MEM_HOST) {
+        return hixl_error(HIXL_PARAM_INVALID, "memory type %d is neither "
+                          "HIXL_MEM_DEVICE (0) nor HIXL_MEM_HOST (1)",
+                          (int)type);
+    }
+    return HIXL_SUCCESS;
+}
+
+static hixl_status_t hixl_mem_create(hixl_engine_t *engine, uintptr_t addr,
+                                     size_t len, hixl_mem_type_t type,
+                                     int allocate, hixl_region_t **region_p)
+{
+    hixl_region_t *region;
+    hixl_status_t status;
+
+    region = calloc(1, sizeof(*region));
+    if (region == NULL) {
+        return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    region->range.addr = addr;
+    region->range.len  = len;
+    region->type       = type;
+    region->allocated  = allocate;
+    /* Map outside the engine lock: pinning a large region can take long and
+     * must not stall control traffic. */
+    status = (type == HIXL_MEM_DEVICE) ?
+             hixl_region_map_device(engine, region) :
+             hixl_region_map(engine, region, allocate);
+    if (status == HIXL_SUCCESS) {
+        status = hixl_region_add(engine, region);
+    }
+    if (status != HIXL_SUCCESS) {
+        hixl_region_free(engine, region);
+        return status;
+    }
+    *region_p = region;
+    return HIXL_SUCCESS;
+}
+
+hixl_status_t hixl_register_mem(hixl_engine_t *engine,
+                                const hixl_mem_desc_t *mem,
+                                hixl_mem_type_t type,
+                                hixl_mem_handle_t *handle_p)
+{
+    hixl_region_t *region;
+    hixl_status_t status;
+
+    if (engine == NULL) {
+        return hixl_error(HIXL_PARAM_INVALID, "engine is NULL");
+    }
+    if ((mem == NULL) || (handle_p == NULL)) {
+        return hixl_error(HIXL_PARAM_INVALID, "%s is NULL",
+                          mem ? "handle_p" : "mem");
+    }
+    if ((mem->addr == 0) || (mem->len == 0)) {
+        return hixl_error(HIXL_PARAM_INVALID, "region [0x%" PRIxPTR ", +%zu) "
+                          "has a zero %s", mem->addr, mem->len,
+                          mem->addr ? "length" : "address");
+    }
+    if (mem->addr + mem->len < mem->addr) {
+        return hixl_error(HIXL_PARAM_INVALID, "region [0x%" PRIxPTR ", +%zu) "
+                          "wraps around the address space", mem->addr,
+                          mem->len);
+    }
+    status = hixl_mem_check_type(type, 0);
+    if (status == HIXL_SUCCESS) {
+        status = hixl_mem_create(engine, mem->addr, mem->len, type, 0,
+                                 &region);
+    }
+    if (status == HIXL_SUCCESS) {
+        *handle_p = (hixl_mem_handle_t)(uintptr_t)region->handle;
+    }
+    return status;
+}
+
+hixl_status_t hixl_alloc_mem(hixl_engine_t *engine, size_t len,
+                             hixl_mem_type_t type, void **addr_p,
+                             hixl_mem_handle_t *handle_p)
+{
+    hixl_region_t *region;
+    hixl_status_t status;
+
+    if (engine == NULL) {
+        return hixl_error(HIXL_PARAM_INVALID, "engine is NULL");
+    }
+    if ((addr_p == NULL) || (handle_p == NULL)) {
+        return hixl_error(HIXL_PARAM_INVALID, "%s is NULL",
+                          addr_p ? "handle_p" : "addr_p");
+    }
+    if (len == 0) {
+        return hixl_error(HIXL_PARAM_INVALID, "length is 0");
+    }
+    status = hixl_mem_check_type(type, 1);
+    if (status == HIXL_SUCCESS) {
+        status = hixl_mem_create(engine, 0, len, type, 1, &region);
+    }
+    if (status == HIXL_SUCCESS) {
+        *addr_p   = (void*)(uintptr_t)region->range.addr;
+        *handle_p = (hixl_mem_handle_t)(uintptr_t)region->handle;
+    }
+    return status;
+}
+
+typedef struct hixl_revoke_wait {
+    hixl_engine_t *engine;
+    uint64_t       token;
+} hixl_revoke_wait_t;
+
+/* Every accepted peer has answered the revoke SYNC (or is gone). */
+static int hixl_revoke_done(void *arg)
+{
+    hixl_revoke_wait_t *w = arg;
+    hixl_peer_t *peer;
+
+    for (peer = w->engine->peers; peer != NULL; peer = peer->next) {
+        if (!peer->outgoing && (peer->state == HIXL_PEER_READY) &&
+            (peer->sync_acked < w->token)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Revoke a region from every accepted peer; returns how many did not
+ * confirm in time (they are disconnected). */
+static unsigned hixl_revoke(hixl_engine_t *engine, hixl_region_t *region)
+{
+    hixl_revoke_wait_t wait = {engine, ++engine->next_token};
+    hixl_peer_t *peer, *next;
+    ctrl_msg_t del, sync;
+    unsigned silent = 0;
+
+    memset(&del, 0, sizeof(del));
+    del.type            = CTRL_MEM_DEL;
+    del.u.mem_del.id    = region->handle;
+    del.u.mem_del.addr  = region->range.addr;
+    memset(&sync, 0, sizeof(sync));
+    sync.type           = CTRL_SYNC;
+    sync.u.sync.token   = wait.token;
+    for (peer = engine->peers; peer != NULL; peer = next) {
+        next = peer->next;
+        if (peer->outgoing || (peer->state != HIXL_PEER_READY)) {
+            continue;
+        }
+        if ((ctrl_conn_send(&peer->conn, &del) != HIXL_SUCCESS) ||
+            (ctrl_conn_send(&peer->conn, &sync) != HIXL_SUCCESS)) {
+            hixl_peer_close(engine, peer, HIXL_FAILED, "cannot revoke a "
+                            "region: %s", hixl_error_message());
+        }
+    }
+    hixl_progress_kick(engine);
+    if (hixl_engine_wait(engine, hixl_deadline_ns(
+            engine->opts.connect_timeout_ms), hixl_revoke_done, &wait)) {
+        return 0;
+    }
+    for (peer = engine->peers; peer != NULL; peer = next) {
+        next = peer->next;
+        if (!peer->outgoing && (peer->state == HIXL_PEER_READY) &&
+            (peer->sync_acked < wait.token)) {
+            hixl_log_warn("%s did not confirm the revocation of region [0x%"
+                          PRIx64 ", +%" PRIu64 ") within %d ms; "
+                          "disconnecting it", peer->name, region->range.addr,
+                          region->range.len, engine->opts.connect_timeout_ms);
+            hixl_peer_close(engine, peer, HIXL_TIMEOUT, "did not confirm the "
+                            "revocation of region [0x%" PRIx64 ", +%" PRIu64
+                            ") within %d ms", region->range.addr,
+                            region->range.len,
+                            engine->opts.connect_timeout_ms);
+            ++silent;
+        }
+    }
+    return silent;
+}
+
+hixl_status_t hixl_deregister_mem(hixl_engine_t *engine,
+                                  hixl_mem_handle_t handle)
+{
+    hixl_region_t *region;
+    unsigned silent;
+
+    if (engine == NULL) {
+        return hixl_error(HIXL_PARAM_INVALID, "engine is NULL");
+    }
+    pthread_mutex_lock(&engine->lock);
+    region = hixl_mem_table_get(&engine->mem, engine->serial,
+                                (uintptr_t)handle);
+    if (region == NULL) {
+        pthread_mutex_unlock(&engine->lock);
+        return hixl_error(HIXL_PARAM_INVALID, "memory handle %p is not "
+                          "registered with this engine (already deregistered, "
+                          "or from another engine)", (void*)handle);
+    }
+    if (!region->revoked) {
+        /* no new descriptor, local or announced, can name it from here */
+        hixl_range_remove(&engine->mem.by_addr, &region->range);
+        region->revoked = 1;
+        silent = hixl_revoke(engine, region);
+        if (silent != 0) {
+            /* Writes a silent peer posted before it learned of the close
+             * may still be on their way: over shared memory and UCX's tcp
+             * emulation nothing but that peer stops them.  So the memory
+             * stays for a grace period (the handle valid, the region out of
+             * every table); a call after it succeeds. */
+            region->revoke_grace_ns = hixl_deadline_ns(
+                    engine->opts.connect_timeout_ms);
+        }
+    }
+    if (hixl_now_ns() < region->revoke_grace_ns) {
+        pthread_mutex_unlock(&engine->lock);
+        return hixl_error(HIXL_TIMEOUT, "a peer did not confirm the "
+                          "revocation of region [0x%" PRIx64 ", +%" PRIu64
+                          ") within %d ms and was disconnected; writes it "
+                          "posted may still land, so keep the memory and "
+                          "call hixl_deregister_mem again after %d ms",
+                          region->range.addr, region->range.len,
+                          engine->opts.connect_timeout_ms,
+                          hixl_ms_left(region->revoke_grace_ns));
+    }
+    hixl_mem_table_remove(&engine->mem, region);
+    pthread_mutex_unlock(&engine->lock);
+
+    hixl_region_free(engine, region);
+    return HIXL_SUCCESS;
+}
+
+void hixl_mem_cleanup(hixl_engine_t *engine)
+{
+    hixl_region_t *region;
+    size_t i;
+
+    for (i = 0; i < engine->mem.nslots; ++i) {
+        region = engine->mem.slots[i];
+        if (region != NULL) {
+            hixl_region_free(engine, region);
+        }
+    }
+    hixl_mem_table_cleanup(&engine->mem);
+}

@@ -1,0 +1,381 @@
+/*
+ * The option table.  Adding an option is one row here plus one field in
+ * hixl_opts_t; parsing, environment lookup, validation and printing
+ * (hixl_config_print, hixl_info) all read this table.
+ */
+#include "config.h"
+#include "util/options.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef enum hixl_opt_kind {
+    HIXL_OPT_BOOL,
+    HIXL_OPT_INT,        /* int32 within [min, max] */
+    HIXL_OPT_UINT,       /* uint32 within [min, max] */
+    HIXL_OPT_LOG_LEVEL,
+    HIXL_OPT_ERROR_MODE,
+    HIXL_OPT_SECRET,     /* a string never printed */
+    HIXL_OPT_BUFFER_POOL,
+    HIXL_OPT_STRING,     /* copied into a char[max] field */
+    HIXL_OPT_DEVICE_PATH
+} hixl_opt_kind_t;
+
+typedef struct hixl_opt_row {
+    const char      *key;
+    const char      *env;
+    hixl_opt_kind_t  kind;
+    const char      *dflt;
+    int64_t          min, max;
+    int64_t          multiple_of;  /* 0: any value */
+    size_t           offset;       /* into hixl_opts_t */
+    const char      *help;
+} hixl_opt_row_t;
+
+#define OFF(_f) offsetof(hixl_opts_t, _f)
+
+static const hixl_opt_row_t hixl_opt_table[] = {
+    {"BufferPool", "HIXL_BUFFER_POOL", HIXL_OPT_BUFFER_POOL, "4:8", 0, 0, 0,
+     OFF(buffer_pool_count),
+     "Staging pool as \"count:MiB\" for paths that cannot move memory "
+     "directly (device memory through host); \"0:0\" disables it"},
+    {"RdmaTrafficClass", "HIXL_RDMA_TRAFFIC_CLASS", HIXL_OPT_INT, "-1", -1,
+     255, 4, OFF(rdma_traffic_class),
+     "RDMA traffic class (0..255, multiple of 4) given to UCX as "
+     "UCX_IB_TRAFFIC_CLASS; -1 keeps UCX's default"},
+    {"RdmaServiceLevel", "HIXL_RDMA_SERVICE_LEVEL", HIXL_OPT_INT, "-1", -1, 7,
+     0, OFF(rdma_service_level),
+     "RDMA service level (0..7) given to UCX as UCX_IB_SL; -1 keeps UCX's "
+     "default"},
+    {"AutoConnect", "HIXL_AUTO_CONNECT", HIXL_OPT_BOOL, "0", 0, 1, 0,
+     OFF(auto_connect),
+     "Connect on first transfer or notify to an unconnected remote, within "
+     "hixl.ConnectTimeoutMs"},
+    {"hixl.ProgressThread", "HIXL_PROGRESS_THREAD", HIXL_OPT_BOOL, "1", 0, 1,
+     0, OFF(progress_thread),
+     "Run an engine progress thread, so a passive target needs no calls; "
+     "0: progress only inside hixl calls (status polls drive it)"},
+    {"hixl.ProgressSpinUs", "HIXL_PROGRESS_SPIN_US", HIXL_OPT_INT, "200", 0,
+     10000000, 0, OFF(progress_spin_us),
+     "Microseconds the progress thread keeps polling after the last activity "
+     "before it sleeps on the event fd"},
+    {"hixl.ListenEphemeral", "HIXL_LISTEN_EPHEMERAL", HIXL_OPT_BOOL, "0", 0,
+     1, 0, OFF(listen_ephemeral),
+     "With a name \"ip:0\", listen on a port the kernel picks (see "
+     "hixl_engine_name) instead of being client-only"},
+    {"hixl.ConnectTimeoutMs", "HIXL_CONNECT_TIMEOUT_MS", HIXL_OPT_INT, "3000",
+     1, INT32_MAX, 0, OFF(connect_timeout_ms),
+     "Timeout of connects made by AutoConnect and of memory-table refreshes"},
+    {"hixl.TransferTimeoutMs", "HIXL_TRANSFER_TIMEOUT_MS", HIXL_OPT_INT,
+     "30000", 1, INT32_MAX, 0, OFF(transfer_timeout_ms),
+     "Deadline of an async transfer whose args give none"},
+    {"hixl.FinalizeTimeoutMs", "HIXL_FINALIZE_TIMEOUT_MS", HIXL_OPT_INT,
+     "3000", 0, INT32_MAX, 0, OFF(finalize_timeout_ms),
+     "How long hixl_finalize lets transfers in flight land before it "
+     "cancels them (0: cancel at once)"},
+    {"hixl.MaxRequests", "HIXL_MAX_REQUESTS", HIXL_OPT_UINT, "16384", 1,
+     1 << 24, 0, OFF(max_requests),
+     "Async requests in flight per engine (the request pool)"},
+    {"hixl.NotifyQueueDepth", "HIXL_NOTIFY_QUEUE_DEPTH", HIXL_OPT_UINT,
+     "4096", 1, 1 << 24, 0, OFF(notify_queue_depth),
+     "Notifies held for hixl_get_notifies; a sender to a full queue gets "
+     "RESOURCE_EXHAUSTED"},
+    {"hixl.MaxNotifySize", "HIXL_MAX_NOTIFY_SIZE", HIXL_OPT_UINT, "65536", 0,
+     1 << 24, 0, OFF(max_notify_size),
+     "Largest notify message in bytes, sent or accepted"},
+    {"hixl.MaxRemoteRegions", "HIXL_MAX_REMOTE_REGIONS", HIXL_OPT_UINT,
+     "65536", 1, 1 << 24, 0, OFF(max_remote_regions),
+     "Regions accepted from one peer; a peer announcing more is disconnected"},
+    {"hixl.MaxStreams", "HIXL_MAX_STREAMS", HIXL_OPT_UINT, "1024", 1,
+     1 << 20, 0, OFF(max_streams),
+     "Layer-signal streams per peer (stream ids 0..MaxStreams-1)"},
+    {"hixl.MaxLayers", "HIXL_MAX_LAYERS", HIXL_OPT_UINT, "256", 1, 1 << 16,
+     0, OFF(max_layers),
+     "Layers per stream (layer ids 0..MaxLayers-1)"},
+    {"hixl.ErrorMode", "HIXL_ERROR_MODE", HIXL_OPT_ERROR_MODE, "auto", 0, 0,
+     0, OFF(error_mode),
+     "UCX error handling of endpoints: peer (UCX reports a dead peer; only "
+     "transports that can are used, and UCX 1.13 shared memory cannot), none "
+     "(every transport, but UCX may abort this process when a peer dies "
+     "during a tcp transfer), auto (peer where it reaches the peer, else "
+     "none: UCX_TLS=sm gets shared memory)"},
+    {"hixl.Secret", "HIXL_SECRET", HIXL_OPT_SECRET, "", 0, 0, 0,
+     OFF(secret),
+     "Shared secret: peers must prove it (HMAC-SHA256 challenge, both ways) "
+     "before any worker address, memory table or remote key leaves the "
+     "engine; unset: no authentication"},
+    {"hixl.LogLevel", "HIXL_LOG_LEVEL", HIXL_OPT_LOG_LEVEL, "warn", 0, 0, 0,
+     OFF(log_level),
+     "error, warn, info, debug or trace (process-wide)"},
+    {"hixl.PluginDir", "HIXL_PLUGIN_DIR", HIXL_OPT_STRING, "", 0,
+     sizeof(((hixl_opts_t*)0)->plugin_dir), 0, OFF(plugin_dir),
+     "Directories (':'-separated) searched for memory-type plugins "
+     "(hixl_mem_<name>.so) before the installation's plugin directory"},
+    {"hixl.Plugins", "HIXL_PLUGINS", HIXL_OPT_STRING, "all", 0,
+     sizeof(((hixl_opts_t*)0)->plugins), 0, OFF(plugins),
+     "Memory-type plugins this engine uses: all, none, or names "
+     "(\"ascend\")"},
+    {"hixl.PluginRuntime", "HIXL_PLUGIN_RUNTIME", HIXL_OPT_STRING, "", 0,
+     sizeof(((hixl_opts_t*)0)->plugin_runtime), 0, OFF(plugin_runtime),
+     "Device runtime library a plugin loads instead of its default, as "
+     "name=library[,name=library] (ascend: libascendcl.so); one runtime per "
+     "process"},
+    {"hixl.DevicePath", "HIXL_DEVICE_PATH", HIXL_OPT_DEVICE_PATH, "auto", 0,
+     0, 0, OFF(device_path),
+     "How descriptors with device memory move: auto (IPC device copy on "
+     "this node, else UCX when both sides are NIC-registered, else staging "
+     "through BufferPool), or only ipc, nic or staging (others are "
+     "UNSUPPORTED)"},
+    {"hixl.DeviceNicReg", "HIXL_DEVICE_NIC_REG", HIXL_OPT_BOOL, "0", 0, 1, 0,
+     OFF(device_nic_reg),
+     "Also register device memory with UCX (ucp_mem_map) so that peers on "
+     "other nodes reach it with RDMA; needs a NIC that can reach device "
+     "memory (peer-memory support), else the region is staged"},
+};
+
+#define HIXL_OPT_ROWS (sizeof(hixl_opt_table) / sizeof(hixl_opt_table[0]))
+
+size_t hixl_opts_count(void)
+{
+    return HIXL_OPT_ROWS;
+}
+
+static int hixl_opt_parse_int(const char *s, int64_t *v)
+{
+    char *end;
+
+    errno = 0;
+    *v    = strtoll(s, &end, 0);
+    return (errno == 0) && (end != s) && (*end == '\0');
+}
+
+static hixl_status_t hixl_opt_bad(const hixl_opt_row_t *row, const char *value,
+                                  const char *why)
+{
+    return hixl_error(HIXL_PARAM_INVALID, "option %s (env %s) = \"%s\": %s",
+                      row->key, row->env, value, why);
+}
+
+static hixl_status_t hixl_opt_set(const hixl_opt_row_t *row, const char *value,
+                                  hixl_opts_t *opts)
+{
+    char *field = (char*)opts + row->offset;
+    static const char *const levels[] = {"error", "warn", "info", "debug",
+                                         "trace"};
+    /* in hixl_error_mode_t order */
+    static const char *const modes[] = {"auto", "peer", "none"};
+    /* in hixl_device_path_t order */
+    static const char *const paths[] = {"auto", "ipc", "nic", "staging"};
+    char range[96];
+    int64_t v, count, mib;
+    const char *colon;
+    size_t i;
+
+    switch (row->kind) {
+    case HIXL_OPT_BOOL:
+        if (!strcasecmp(value, "1") || !strcasecmp(value, "true") ||
+            !strcasecmp(value, "yes") || !strcasecmp(value, "on")) {
+            *(int32_t*)field = 1;
+        } else if (!strcasecmp(value, "0") || !strcasecmp(value, "false") ||
+                   !strcasecmp(value, "no") || !strcasecmp(value, "off")) {
+            *(int32_t*)field = 0;
+        } else {
+            return hixl_opt_bad(row, value, "expected 1/0, true/false, yes/no "
+                                            "or on/off");
+        }
+        return HIXL_SUCCESS;
+    case HIXL_OPT_INT:
+    case HIXL_OPT_UINT:
+        snprintf(range, sizeof(range), "expected an integer in [%" PRId64
+                 ", %" PRId64 "]", row->min, row->max);
+        if (!hixl_opt_parse_int(value, &v) || (v < row->min) ||
+            (v > row->max)) {
+            return hixl_opt_bad(row, value, range);
+        }
+        if (row->multiple_of && (v >= 0) && (v % row->multiple_of)) {
+            snprintf(range, sizeof(range), "must be a multiple of %" PRId64,
+                     row->multiple_of);
+            return hixl_opt_bad(row, value, range);
+        }
+        if (row->kind == HIXL_OPT_INT) {
+            *(int32_t*)field = (int32_t)v;
+        } else {
+            *(uint32_t*)field = (uint32_t)v;
+        }
+        return HIXL_SUCCESS;
+    case HIXL_OPT_LOG_LEVEL:
+        for (i = 0; i < sizeof(levels) / sizeof(levels[0]); ++i) {
+            if (!strcasecmp(value, levels[i])) {
+                *(int32_t*)field = (int32_t)i;
+                return HIXL_SUCCESS;
+            }
+        }
+        return hixl_opt_bad(row, value, "expected error, warn, info, debug "
+                                        "or trace");
+    case HIXL_OPT_ERROR_MODE:
+        for (i = 0; i < sizeof(modes) / sizeof(modes[0]); ++i) {
+            if (!strcasecmp(value, modes[i])) {
+                *(int32_t*)field = (int32_t)i;
+                return HIXL_SUCCESS;
+            }
+        }
+        return hixl_opt_bad(row, value, "expected auto, peer or none");
+    case HIXL_OPT_STRING:
+        if (strlen(value) >= (size_t)row->max) {
+            snprintf(range, sizeof(range), "longer than %" PRId64 " bytes",
+                     row->max - 1);
+            return hixl_opt_bad(row, value, range);
+        }
+        snprintf(field, (size_t)row->max, "%s", value);
+        return HIXL_SUCCESS;
+    case HIXL_OPT_DEVICE_PATH:
+        for (i = 0; i < sizeof(paths) / sizeof(paths[0]); ++i) {
+            if (!strcasecmp(value, paths[i])) {
+                *(int32_t*)field = (int32_t)i;
+                return HIXL_SUCCESS;
+            }
+        }
+        return hixl_opt_bad(row, value, "expected auto, ipc, nic or staging");
+    case HIXL_OPT_SECRET:
+        if (strlen(value) >= sizeof(opts->secret)) {
+            return hixl_opt_bad(row, "(secret)", "longer than 255 bytes");
+        }
+#ifndef HAVE_CRYPTO
+        if (*value != '\0') {
+            return hixl_error(HIXL_UNSUPPORTED, "option %s: this libhixl-ucx "
+                              "was built without libcrypto, so it cannot "
+                              "authenticate peers", row->key);
+        }
+#endif
+        snprintf(field, sizeof(opts->secret), "%s", value);
+        return HIXL_SUCCESS;
+    case HIXL_OPT_BUFFER_POOL:
+        colon = strchr(value, ':');
+        if (colon == NULL) {
+            return hixl_opt_bad(row, value, "expected \"count:MiB\"");
+        }
+        {
+            char head[32];
+            size_t n = (size_t)(colon - value);
+
+            if (n >= sizeof(head)) {
+                return hixl_opt_bad(row, value, "expected \"count:MiB\"");
+            }
+            memcpy(head, value, n);
+            head[n] = '\0';
+            if (!hixl_opt_parse_int(head, &count) ||
+                !hixl_opt_parse_int(colon + 1, &mib) || (count < 0) ||
+                (count > 4096) || (mib < 0) || (mib > 65536) ||
+                ((count == 0) != (mib == 0))) {
+                return hixl_opt_bad(row, value, "expected \"count:MiB\" with "
+                                    "count in [1, 4096] and MiB in [1, 65536], "
+                                    "or \"0:0\"");
+            }
+        }
+        opts->buffer_pool_count = (uint32_t)count;
+        opts->buffer_pool_mib   = (uint32_t)mib;
+        return HIXL_SUCCESS;
+    }
+    return hixl_opt_bad(row, value, "internal: unknown option kind");
+}
+
+hixl_status_t hixl_opts_load(hixl_opts_t *opts, const hixl_option_t *options,
+                             size_t num_options, hixl_opt_source_t *sources,
+                             const char **values)
+{
+    const hixl_opt_row_t *row;
+    const char *env;
+    hixl_status_t status;
+    size_t i, j;
+
+    if ((num_options > 0) && (options == NULL)) {
+        return hixl_error(HIXL_PARAM_INVALID, "options is NULL but "
+                          "num_options is %zu", num_options);
+    }
+
+    memset(opts, 0, sizeof(*opts));
+    for (i = 0; i < HIXL_OPT_ROWS; ++i) {
+        row    = &hixl_opt_table[i];
+        status = hixl_opt_set(row, row->dflt, opts);
+        if (status != HIXL_SUCCESS) {
+            return status;
+        }
+        if (sources) {
+            sources[i] = HIXL_OPT_DEFAULT;
+        }
+        if (values) {
+            values[i] = row->dflt;
+        }
+        env = getenv(row->env);
+        if ((env != NULL) && (*env != '\0')) {
+            status = hixl_opt_set(row, env, opts);
+            if (status != HIXL_SUCCESS) {
+                return status;
+            }
+            if (sources) {
+                sources[i] = HIXL_OPT_ENV;
+            }
+            if (values) {
+                values[i] = env;
+            }
+        }
+    }
+
+    for (j = 0; j < num_options; ++j) {
+        if ((options[j].key == NULL) || (options[j].value == NULL)) {
+            return hixl_error(HIXL_PARAM_INVALID, "option %zu has a NULL %s",
+                              j, options[j].key ? "value" : "key");
+        }
+        for (i = 0; i < HIXL_OPT_ROWS; ++i) {
+            if (!strcmp(options[j].key, hixl_opt_table[i].key)) {
+                break;
+            }
+        }
+        if (i == HIXL_OPT_ROWS) {
+            return hixl_error(HIXL_PARAM_INVALID, "unknown option \"%s\" "
+                              "(hixl_info lists the keys)", options[j].key);
+        }
+        status = hixl_opt_set(&hixl_opt_table[i], options[j].value, opts);
+        if (status != HIXL_SUCCESS) {
+            return status;
+        }
+        if (sources) {
+            sources[i] = HIXL_OPT_OPTION;
+        }
+        if (values) {
+            values[i] = options[j].value;
+        }
+    }
+    return HIXL_SUCCESS;
+}
+
+hixl_status_t hixl_config_print(FILE *stream, const hixl_option_t *options,
+                                size_t num_options)
+{
+    static const char *const source_names[] = {"default", "env", "option"};
+    hixl_opt_source_t sources[HIXL_OPT_ROWS];
+    const char *values[HIXL_OPT_ROWS];
+    hixl_opts_t opts;
+    hixl_status_t status;
+    size_t i;
+
+    if (stream == NULL) {
+        return hixl_error(HIXL_PARAM_INVALID, "stream is NULL");
+    }
+    status = hixl_opts_load(&opts, options, num_options, sources, values);
+    if (status != HIXL_SUCCESS) {
+        return status;
+    }
+    for (i = 0; i < HIXL_OPT_ROWS; ++i) {
+        fprintf(stream, "%-22s %-26s = %-8s (%s)\n    %s\n",
+                hixl_opt_table[i].key, hixl_opt_table[i].env,
+                (hixl_opt_table[i].kind != HIXL_OPT_SECRET) ? values[i] :
+                (*values[i] ? "(set)" : "(unset)"), source_names[sources[i]],
+                hixl_opt_table[i].help);
+    }
+    return HIXL_SUCCESS;
+}

@@ -1,0 +1,76 @@
+/*
+ * One control connection: a non-blocking TCP socket with a framed receive
+ * buffer and a send queue.  Sends never block the caller: what the socket
+ * does not take now is queued and written when the progress engine sees the
+ * socket writable (EPOLLOUT is armed only while something is queued).
+ */
+#ifndef HIXL_CTRL_CONN_H_
+#define HIXL_CTRL_CONN_H_
+
+#include "wire/ctrl_msg.h"
+#include "util/engine_name.h"
+
+#include <pthread.h>
+
+/* Queued bytes beyond which a peer that does not read is given up on. */
+#define CTRL_TX_MAX (256u * 1024 * 1024)
+
+typedef struct ctrl_conn {
+    int             fd;
+    int             epfd;      /* epoll set the fd is in, -1 if none */
+    uint64_t        ep_data;   /* epoll_event.data.u64 of the fd */
+    pthread_mutex_t tx_lock;   /* tx, tx_off, pollout, closed */
+    ctrl_buf_t      tx;
+    size_t          tx_off;    /* bytes of tx already written */
+    int             pollout;   /* EPOLLOUT armed */
+    int             closed;
+    uint8_t        *rx;
+    size_t          rx_len;
+    size_t          rx_cap;
+} ctrl_conn_t;
+
+/* Return 0 to go on with the next message, non-zero to stop (the handler
+ * found the connection must end; it must not free the connection). */
+typedef int (*ctrl_msg_handler_t)(void *arg, const ctrl_msg_t *msg);
+
+void ctrl_conn_init(ctrl_conn_t *conn, int fd);
+
+/* Close the socket (if open) and free the buffers. */
+void ctrl_conn_cleanup(ctrl_conn_t *conn);
+
+/* Add the socket to an epoll set for input (and output while queued). */
+hixl_status_t ctrl_conn_watch(ctrl_conn_t *conn, int epfd, uint64_t ep_data);
+
+/* Close the socket (the peer sees EOF); later sends fail. */
+void ctrl_conn_close(ctrl_conn_t *conn);
+
+/* Queue a message and write what the socket takes.  FAILED when closed. */
+hixl_status_t ctrl_conn_send(ctrl_conn_t *conn, const ctrl_msg_t *msg);
+
+/* Write queued bytes (on EPOLLOUT).  0 on success, -1 with err on error. */
+int ctrl_conn_flush(ctrl_conn_t *conn, char *err, size_t errlen);
+
+/*
+ * Read what the socket has and call handler for every complete message.
+ * Returns 0 while the connection lives, -1 when it ended: EOF, socket error,
+ * a malformed message or a handler that stopped; err says which.
+ */
+int ctrl_conn_receive(ctrl_conn_t *conn, ctrl_msg_handler_t handler,
+                      void *arg, char *err, size_t errlen);
+
+/* Bytes still queued for sending. */
+size_t ctrl_conn_tx_pending(ctrl_conn_t *conn);
+
+/* Listening socket bound to exactly name's address; *port_p is the port. */
+hixl_status_t ctrl_sock_listen(const hixl_name_t *name, int *fd_p,
+                               uint16_t *port_p);
+
+/* Connect within the deadline; FAILED (refused, unreachable) or TIMEOUT. */
+hixl_status_t ctrl_sock_connect(const hixl_name_t *name, uint64_t deadline_ns,
+                                int *fd_p);
+
+/* Socket options every control socket gets (non-blocking, no Nagle,
+ * keepalive, close-on-exec). */
+void ctrl_sock_setup(int fd);
+
+#endif
