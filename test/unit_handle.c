@@ -113,13 +113,13 @@ START_TEST(test_request_pool)
     hixl_request_t *a, *b, *c;
     uint64_t ha, hb;
 
-    hx_ok(hixl_req_pool_init(&pool, 2));
-    a = hixl_req_get(&pool, 3);
-    b = hixl_req_get(&pool, 3);
+    hx_ok(hixl_req_pool_init(&pool, 2, 3));
+    a = hixl_req_get(&pool, NULL);
+    b = hixl_req_get(&pool, NULL);
     ck_assert_ptr_nonnull(a);
     ck_assert_ptr_nonnull(b);
     ck_assert_ptr_ne(a, b);
-    ck_assert_ptr_null(hixl_req_get(&pool, 3));   /* exhausted */
+    ck_assert_ptr_null(hixl_req_get(&pool, NULL));   /* exhausted */
     /* held by its poster and by its flush */
     ck_assert_uint_eq(atomic_load(&a->pending), 2);
     ck_assert_uint_eq(atomic_load(&a->data_pending), 2);
@@ -127,29 +127,30 @@ START_TEST(test_request_pool)
     ha = a->handle;
     hb = b->handle;
     ck_assert_uint_ne(ha, hb);
-    ck_assert_ptr_eq(hixl_req_lookup(&pool, 3, ha), a);
-    ck_assert_ptr_eq(hixl_req_lookup(&pool, 3, hb), b);
-    ck_assert_ptr_null(hixl_req_lookup(&pool, 4, ha));   /* other engine */
-    ck_assert_ptr_null(hixl_req_lookup(&pool, 3, 0));
-    ck_assert_ptr_null(hixl_req_lookup(&pool, 3, UINT64_MAX));
-    ck_assert_ptr_null(hixl_req_lookup(&pool, 3, hixl_handle_make(3,
+    ck_assert_ptr_eq(hixl_req_lookup(&pool, ha), a);
+    ck_assert_ptr_eq(hixl_req_lookup(&pool, hb), b);
+    ck_assert_ptr_null(hixl_req_lookup(&pool, hixl_handle_make(4, hixl_handle_gen(ha),
+                                               hixl_handle_index(ha))));   /* other engine */
+    ck_assert_ptr_null(hixl_req_lookup(&pool, 0));
+    ck_assert_ptr_null(hixl_req_lookup(&pool, UINT64_MAX));
+    ck_assert_ptr_null(hixl_req_lookup(&pool, hixl_handle_make(3,
                        hixl_handle_gen(ha), 2)));        /* past the pool */
 
     /* DONE is still looked up (not yet reported), ORPHAN is not */
     atomic_store(&a->state, HIXL_REQ_DONE);
-    ck_assert_ptr_eq(hixl_req_lookup(&pool, 3, ha), a);
+    ck_assert_ptr_eq(hixl_req_lookup(&pool, ha), a);
     atomic_store(&a->state, HIXL_REQ_ORPHAN);
-    ck_assert_ptr_null(hixl_req_lookup(&pool, 3, ha));
+    ck_assert_ptr_null(hixl_req_lookup(&pool, ha));
 
     /* released: the handle dies; the slot comes back with a new handle */
     atomic_store(&a->state, HIXL_REQ_DONE);
     hixl_req_put(&pool, a);
-    ck_assert_ptr_null(hixl_req_lookup(&pool, 3, ha));
-    c = hixl_req_get(&pool, 3);
+    ck_assert_ptr_null(hixl_req_lookup(&pool, ha));
+    c = hixl_req_get(&pool, NULL);
     ck_assert_ptr_eq(c, a);
     ck_assert_uint_ne(c->handle, ha);
-    ck_assert_ptr_null(hixl_req_lookup(&pool, 3, ha));
-    ck_assert_ptr_eq(hixl_req_lookup(&pool, 3, c->handle), c);
+    ck_assert_ptr_null(hixl_req_lookup(&pool, ha));
+    ck_assert_ptr_eq(hixl_req_lookup(&pool, c->handle), c);
 
     /* the first failure wins */
     hixl_req_fail(c, HIXL_TIMEOUT, "first %d", 1);
@@ -158,19 +159,19 @@ START_TEST(test_request_pool)
     ck_assert_str_eq(c->errmsg, "first 1");
     /* and a fresh request starts clean */
     hixl_req_put(&pool, c);
-    c = hixl_req_get(&pool, 3);
+    c = hixl_req_get(&pool, NULL);
     ck_assert_int_eq(atomic_load(&c->status), HIXL_SUCCESS);
     ck_assert_str_eq(c->errmsg, "");
 
     hixl_req_put(&pool, b);
     hixl_req_put(&pool, c);
     /* both are back, and only both */
-    a = hixl_req_get(&pool, 3);
-    b = hixl_req_get(&pool, 3);
+    a = hixl_req_get(&pool, NULL);
+    b = hixl_req_get(&pool, NULL);
     ck_assert_ptr_nonnull(a);
     ck_assert_ptr_nonnull(b);
     ck_assert_ptr_ne(a, b);
-    ck_assert_ptr_null(hixl_req_get(&pool, 3));
+    ck_assert_ptr_null(hixl_req_get(&pool, NULL));
     hixl_req_pool_cleanup(&pool);
 }
 END_TEST
@@ -206,9 +207,9 @@ START_TEST(test_request_pool_threads)
     unsigned char seen[POOL_N];
     int round, i, t, got;
 
-    hx_ok(hixl_req_pool_init(&pool, POOL_N));
+    hx_ok(hixl_req_pool_init(&pool, POOL_N, 1));
     for (i = 0; i < POOL_N; ++i) {
-        held[i] = hixl_req_get(&pool, 1);
+        held[i] = hixl_req_get(&pool, NULL);
         ck_assert_ptr_nonnull(held[i]);
     }
     for (round = 0; round < 50; ++round) {
@@ -222,7 +223,7 @@ START_TEST(test_request_pool_threads)
         memset(seen, 0, sizeof(seen));
         got = 0;
         while (got < POOL_N) {
-            r = hixl_req_get(&pool, 1);
+            r = hixl_req_get(&pool, NULL);
             if (r == NULL) {
                 continue;
             }
@@ -235,7 +236,7 @@ START_TEST(test_request_pool_threads)
             pthread_join(tid[t], NULL);
         }
         memcpy(held, taken, sizeof(held));
-        ck_assert_ptr_null(hixl_req_get(&pool, 1));
+        ck_assert_ptr_null(hixl_req_get(&pool, NULL));
     }
     hixl_req_pool_cleanup(&pool);
 }

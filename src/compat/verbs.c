@@ -19,11 +19,9 @@
 
 #include <hixl/hixl_verbs.h>
 
-#include "util/byteorder.h"
-#include "util/clock.h"
-#include "util/engine_name.h"
-#include "util/log.h"
+#include "compat.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -38,6 +36,35 @@
 #define HV_VERSION     1u
 #define HV_HEADER_LEN  16u
 #define HV_ENTRY_LEN   16u
+
+/* Little-endian fields of the region table message. */
+static inline void hv_put_le32(uint8_t *p, uint32_t v)
+{
+    v = htole32(v);
+    memcpy(p, &v, sizeof(v));
+}
+
+static inline void hv_put_le64(uint8_t *p, uint64_t v)
+{
+    v = htole64(v);
+    memcpy(p, &v, sizeof(v));
+}
+
+static inline uint32_t hv_get_le32(const uint8_t *p)
+{
+    uint32_t v;
+
+    memcpy(&v, p, sizeof(v));
+    return le32toh(v);
+}
+
+static inline uint64_t hv_get_le64(const uint8_t *p)
+{
+    uint64_t v;
+
+    memcpy(&v, p, sizeof(v));
+    return le64toh(v);
+}
 
 /* Sweeps of pending writes spin this many times before sleeping. */
 #define HV_SPIN_SWEEPS 256
@@ -123,10 +150,7 @@ static void hv_pause(unsigned *sweeps)
  * "[v6]:port"; "ip" and a bare IPv6 address are client-only. */
 static int hv_name_listens(const char *name)
 {
-    hixl_name_t parsed;
-
-    return (hixl_name_parse(name, &parsed) == HIXL_SUCCESS) &&
-           (parsed.port != 0);
+    return hixl_compat_name_listens(name);
 }
 
 /* ---- Context ------------------------------------------------------------ */
@@ -138,12 +162,12 @@ static HixlResult hv_ctx_new(hixl_engine_t *engine, int owns,
 
     ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL) {
-        return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for a "
+        return hixl_compat_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for a "
                           "verbs context");
     }
     if (pthread_mutex_init(&ctx->lock, NULL) != 0) {
         free(ctx);
-        return hixl_error(HIXL_RESOURCE_EXHAUSTED, "cannot create a mutex");
+        return hixl_compat_error(HIXL_RESOURCE_EXHAUSTED, "cannot create a mutex");
     }
     ctx->engine      = engine;
     ctx->owns_engine = owns;
@@ -160,7 +184,7 @@ HixlResult HixlInit(const char *local_engine, const hixl_option_t *options,
     HixlResult status;
 
     if (ctx_p == NULL) {
-        return hixl_error(HIXL_PARAM_INVALID, "ctx_p is NULL");
+        return hixl_compat_error(HIXL_PARAM_INVALID, "ctx_p is NULL");
     }
     status = hixl_initialize(local_engine, options, num_options, &engine);
     if (status != HIXL_SUCCESS) {
@@ -176,7 +200,7 @@ HixlResult HixlInit(const char *local_engine, const hixl_option_t *options,
 HixlResult HixlInitWithEngine(hixl_engine_t *engine, HixlContext *ctx_p)
 {
     if ((engine == NULL) || (ctx_p == NULL)) {
-        return hixl_error(HIXL_PARAM_INVALID, "%s is NULL",
+        return hixl_compat_error(HIXL_PARAM_INVALID, "%s is NULL",
                           engine ? "ctx_p" : "engine");
     }
     return hv_ctx_new(engine, 0, ctx_p);
@@ -195,10 +219,10 @@ const char *HixlGetName(HixlContext ctx)
 HixlResult HixlSetTimeout(HixlContext ctx, int32_t timeout_ms)
 {
     if (ctx == NULL) {
-        return hixl_error(HIXL_PARAM_INVALID, "ctx is NULL");
+        return hixl_compat_error(HIXL_PARAM_INVALID, "ctx is NULL");
     }
     if (timeout_ms <= 0) {
-        return hixl_error(HIXL_PARAM_INVALID, "timeout_ms %d is not > 0",
+        return hixl_compat_error(HIXL_PARAM_INVALID, "timeout_ms %d is not > 0",
                           (int)timeout_ms);
     }
     __atomic_store_n(&ctx->timeout_ms, timeout_ms, __ATOMIC_RELAXED);
@@ -218,7 +242,7 @@ static HixlResult hv_mr_add(HixlContext ctx, void *addr, size_t len,
 
     mr = calloc(1, sizeof(*mr));
     if (mr == NULL) {
-        status = hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for a "
+        status = hixl_compat_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for a "
                             "region");
         goto undo;
     }
@@ -229,7 +253,7 @@ static HixlResult hv_mr_add(HixlContext ctx, void *addr, size_t len,
         if (mrs == NULL) {
             pthread_mutex_unlock(&ctx->lock);
             free(mr);
-            status = hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for "
+            status = hixl_compat_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for "
                                 "the region table");
             goto undo;
         }
@@ -259,7 +283,7 @@ HixlResult HixlMemReg(HixlContext ctx, void *addr, size_t len,
     HixlResult status;
 
     if ((ctx == NULL) || (mr_p == NULL)) {
-        return hixl_error(HIXL_PARAM_INVALID, "%s is NULL",
+        return hixl_compat_error(HIXL_PARAM_INVALID, "%s is NULL",
                           ctx ? "mr_p" : "ctx");
     }
     desc.addr = (uintptr_t)addr;
@@ -279,7 +303,7 @@ HixlResult HixlMemAlloc(HixlContext ctx, size_t len, void **addr_p,
     void *addr;
 
     if ((ctx == NULL) || (addr_p == NULL) || (mr_p == NULL)) {
-        return hixl_error(HIXL_PARAM_INVALID, "%s is NULL",
+        return hixl_compat_error(HIXL_PARAM_INVALID, "%s is NULL",
                           !ctx ? "ctx" : (!addr_p ? "addr_p" : "mr_p"));
     }
     status = hixl_alloc_mem(ctx->engine, len, HIXL_MEM_HOST, &addr, &handle);
@@ -299,14 +323,14 @@ HixlResult HixlMemDereg(HixlContext ctx, HixlMrHandle mr)
     uint32_t i;
 
     if ((ctx == NULL) || (mr == NULL)) {
-        return hixl_error(HIXL_PARAM_INVALID, "%s is NULL", ctx ? "mr" : "ctx");
+        return hixl_compat_error(HIXL_PARAM_INVALID, "%s is NULL", ctx ? "mr" : "ctx");
     }
     pthread_mutex_lock(&ctx->lock);
     for (i = 0; (i < ctx->num_mrs) && (ctx->mrs[i] != mr); ++i) {
     }
     if ((i == ctx->num_mrs) || !mr->live) {
         pthread_mutex_unlock(&ctx->lock);
-        return hixl_error(HIXL_PARAM_INVALID, "region handle %p is not a "
+        return hixl_compat_error(HIXL_PARAM_INVALID, "region handle %p is not a "
                           "live region of this context", (void*)mr);
     }
     mr->live = 0;
@@ -344,16 +368,16 @@ static HixlResult hv_table_pack(HixlContext ctx, uint8_t **msg_p,
     msg = malloc(len);
     if (msg == NULL) {
         pthread_mutex_unlock(&ctx->lock);
-        return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for the "
+        return hixl_compat_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for the "
                           "region table message");
     }
     memcpy(msg, HV_MAGIC, 4);
-    hixl_put_le32(msg + 4, HV_VERSION);
-    hixl_put_le32(msg + 8, ctx->num_mrs);
-    hixl_put_le32(msg + 12, 0);
+    hv_put_le32(msg + 4, HV_VERSION);
+    hv_put_le32(msg + 8, ctx->num_mrs);
+    hv_put_le32(msg + 12, 0);
     for (i = 0, p = msg + HV_HEADER_LEN; i < ctx->num_mrs; ++i) {
-        hixl_put_le64(p, ctx->mrs[i]->live ? (uintptr_t)ctx->mrs[i]->addr : 0);
-        hixl_put_le64(p + 8, ctx->mrs[i]->live ? ctx->mrs[i]->len : 0);
+        hv_put_le64(p, ctx->mrs[i]->live ? (uintptr_t)ctx->mrs[i]->addr : 0);
+        hv_put_le64(p + 8, ctx->mrs[i]->live ? ctx->mrs[i]->len : 0);
         p += HV_ENTRY_LEN;
     }
     pthread_mutex_unlock(&ctx->lock);
@@ -371,28 +395,28 @@ static HixlResult hv_table_unpack(hv_rank_t *rank, uint32_t r,
     uint32_t count, i;
 
     if ((n->msg_len < HV_HEADER_LEN) || memcmp(p, HV_MAGIC, 4) ||
-        (hixl_get_le32(p + 4) != HV_VERSION)) {
-        return hixl_error(HIXL_FAILED, "rank %u (%s) sent a region table of "
+        (hv_get_le32(p + 4) != HV_VERSION)) {
+        return hixl_compat_error(HIXL_FAILED, "rank %u (%s) sent a region table of "
                           "an unknown format", r, rank->name);
     }
-    count = hixl_get_le32(p + 8);
+    count = hv_get_le32(p + 8);
     if ((n->msg_len - HV_HEADER_LEN) / HV_ENTRY_LEN != count ||
         (n->msg_len - HV_HEADER_LEN) % HV_ENTRY_LEN != 0) {
-        return hixl_error(HIXL_FAILED, "rank %u (%s) sent a region table of "
+        return hixl_compat_error(HIXL_FAILED, "rank %u (%s) sent a region table of "
                           "%zu bytes for %u regions", r, rank->name,
                           n->msg_len, count);
     }
     mrs = calloc(count ? count : 1, sizeof(*mrs));
     if (mrs == NULL) {
-        return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for the "
+        return hixl_compat_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for the "
                           "region table of rank %u", r);
     }
     for (i = 0, p += HV_HEADER_LEN; i < count; ++i, p += HV_ENTRY_LEN) {
-        mrs[i].addr = hixl_get_le64(p);
-        mrs[i].len  = hixl_get_le64(p + 8);
+        mrs[i].addr = hv_get_le64(p);
+        mrs[i].len  = hv_get_le64(p + 8);
         if (mrs[i].addr + mrs[i].len < mrs[i].addr) {
             free(mrs);
-            return hixl_error(HIXL_FAILED, "rank %u (%s) announced region "
+            return hixl_compat_error(HIXL_FAILED, "rank %u (%s) announced region "
                               "%u wrapping the address space", r, rank->name,
                               i);
         }
@@ -427,21 +451,21 @@ static HixlResult hv_ranks_build(HixlContext ctx, const char *const *names,
     *self_p = HIXL_VERBS_NO_RANK;
     ranks   = calloc(num, sizeof(*ranks));
     if (ranks == NULL) {
-        return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for %u "
+        return hixl_compat_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for %u "
                           "ranks", num);
     }
     for (i = 0; i < num; ++i) {
         if ((names[i] == NULL) || (names[i][0] == '\0') ||
             (strlen(names[i]) > HIXL_ENGINE_NAME_MAX)) {
             hv_ranks_free(ranks, num);
-            return hixl_error(HIXL_PARAM_INVALID, "names[%u] is %s", i,
+            return hixl_compat_error(HIXL_PARAM_INVALID, "names[%u] is %s", i,
                               !names[i] ? "NULL" : (!names[i][0] ? "empty" :
                               "longer than HIXL_ENGINE_NAME_MAX"));
         }
         for (j = 0; j < i; ++j) {
             if (!strcmp(names[i], names[j])) {
                 hv_ranks_free(ranks, num);
-                return hixl_error(HIXL_PARAM_INVALID, "names[%u] and "
+                return hixl_compat_error(HIXL_PARAM_INVALID, "names[%u] and "
                                   "names[%u] are both \"%s\"", j, i,
                                   names[i]);
             }
@@ -449,7 +473,7 @@ static HixlResult hv_ranks_build(HixlContext ctx, const char *const *names,
         ranks[i].name = strdup(names[i]);
         if (ranks[i].name == NULL) {
             hv_ranks_free(ranks, num);
-            return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
+            return hixl_compat_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
         }
         ranks[i].self      = !strcmp(names[i], me);
         ranks[i].listening = hv_name_listens(names[i]);
@@ -457,7 +481,7 @@ static HixlResult hv_ranks_build(HixlContext ctx, const char *const *names,
             *self_p = i;
         } else if (!me_listens && !ranks[i].listening) {
             hv_ranks_free(ranks, num);
-            return hixl_error(HIXL_PARAM_INVALID, "rank %u (%s) and this "
+            return hixl_compat_error(HIXL_PARAM_INVALID, "rank %u (%s) and this "
                               "engine (%s) are both client-only: one of them "
                               "must listen to exchange", i, names[i], me);
         }
@@ -481,7 +505,7 @@ static HixlResult hv_connect_all(HixlContext ctx, hv_rank_t *ranks,
             continue;
         }
         for (;;) {
-            left   = hixl_ms_left(deadline);
+            left   = hixl_compat_ms_left(deadline);
             status = hixl_connect(ctx->engine, ranks[r].name,
                                   left > 0 ? left : 1);
             if ((status == HIXL_SUCCESS) ||
@@ -489,9 +513,9 @@ static HixlResult hv_connect_all(HixlContext ctx, hv_rank_t *ranks,
                 break;
             }
             if ((status == HIXL_PARAM_INVALID) || (left <= 0) ||
-                (hixl_ms_left(deadline) == 0)) {
+                (hixl_compat_ms_left(deadline) == 0)) {
                 snprintf(why, sizeof(why), "%s", hixl_last_error());
-                return hixl_error(status == HIXL_PARAM_INVALID ? status :
+                return hixl_compat_error(status == HIXL_PARAM_INVALID ? status :
                                   HIXL_TIMEOUT, "exchange: cannot connect to "
                                   "rank %u (%s): %s", r, ranks[r].name, why);
             }
@@ -516,7 +540,7 @@ static HixlResult hv_take_tables(HixlContext ctx, hv_rank_t *ranks,
     }
     for (i = 0; i < count; ++i) {
         if (strcmp(n[i].name, HIXL_VERBS_MR_NOTIFY)) {
-            hixl_log_debug("exchange: dropped notify \"%s\" from %s",
+            hixl_compat_debug("exchange: dropped notify \"%s\" from %s",
                            n[i].name, n[i].remote);
             continue;
         }
@@ -524,7 +548,7 @@ static HixlResult hv_take_tables(HixlContext ctx, hv_rank_t *ranks,
                      strcmp(ranks[r].name, n[i].remote)); ++r) {
         }
         if (r == num) {
-            hixl_log_debug("exchange: region table from %s, not a rank",
+            hixl_compat_debug("exchange: region table from %s, not a rank",
                            n[i].remote);
             continue;
         }
@@ -553,24 +577,24 @@ HixlResult HixlExchangeMrInfo(HixlContext ctx, const char *const *names,
     int left;
 
     if ((ctx == NULL) || (names == NULL) || (num_names == 0)) {
-        return hixl_error(HIXL_PARAM_INVALID, "%s",
+        return hixl_compat_error(HIXL_PARAM_INVALID, "%s",
                           !ctx ? "ctx is NULL" : (!names ? "names is NULL" :
                           "num_names is 0"));
     }
     if (timeout_ms <= 0) {
-        return hixl_error(HIXL_PARAM_INVALID, "timeout_ms %d is not > 0",
+        return hixl_compat_error(HIXL_PARAM_INVALID, "timeout_ms %d is not > 0",
                           (int)timeout_ms);
     }
     pthread_mutex_lock(&ctx->lock);
     if (ctx->exchange_started) {
         pthread_mutex_unlock(&ctx->lock);
-        return hixl_error(HIXL_PARAM_INVALID, "HixlExchangeMrInfo was already "
+        return hixl_compat_error(HIXL_PARAM_INVALID, "HixlExchangeMrInfo was already "
                           "called on this context (ranks are fixed once)");
     }
     ctx->exchange_started = 1;
     pthread_mutex_unlock(&ctx->lock);
 
-    deadline = hixl_deadline_ns(timeout_ms);
+    deadline = hixl_compat_deadline_ns(timeout_ms);
     status   = hv_ranks_build(ctx, names, num_names, &ranks, &self);
     if (status != HIXL_SUCCESS) {
         goto err;
@@ -581,7 +605,7 @@ HixlResult HixlExchangeMrInfo(HixlContext ctx, const char *const *names,
     }
     sent = calloc(num_names, 1);
     if (sent == NULL) {
-        status = hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
+        status = hixl_compat_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
         goto err;
     }
     status = hv_connect_all(ctx, ranks, num_names, deadline);
@@ -598,7 +622,7 @@ HixlResult HixlExchangeMrInfo(HixlContext ctx, const char *const *names,
             if (ranks[r].self || sent[r]) {
                 continue;
             }
-            left   = hixl_ms_left(deadline);
+            left   = hixl_compat_ms_left(deadline);
             status = hixl_send_notify(ctx->engine, ranks[r].name, &nd,
                                       left > 0 ? left : 1);
             if (status == HIXL_SUCCESS) {
@@ -609,7 +633,7 @@ HixlResult HixlExchangeMrInfo(HixlContext ctx, const char *const *names,
                 /* A client-only peer is NOT_CONNECTED until it connected
                  * to this engine; anything else is final. */
                 snprintf(why, sizeof(why), "%s", hixl_last_error());
-                status = hixl_error(status, "exchange: cannot send the region "
+                status = hixl_compat_error(status, "exchange: cannot send the region "
                                     "table to rank %u (%s): %s", r,
                                     ranks[r].name, why);
                 goto err;
@@ -630,8 +654,8 @@ HixlResult HixlExchangeMrInfo(HixlContext ctx, const char *const *names,
         if (missing == UINT32_MAX) {
             break;
         }
-        if (hixl_ms_left(deadline) == 0) {
-            status = hixl_error(HIXL_TIMEOUT, "exchange: rank %u (%s) %s "
+        if (hixl_compat_ms_left(deadline) == 0) {
+            status = hixl_compat_error(HIXL_TIMEOUT, "exchange: rank %u (%s) %s "
                                 "within %d ms", missing, ranks[missing].name,
                                 sent[missing] ? "sent no region table" :
                                 "could not be sent the region table (a "
@@ -666,10 +690,10 @@ HixlResult HixlGetRank(HixlContext ctx, uint32_t *rank_p,
                        uint32_t *num_ranks_p)
 {
     if (ctx == NULL) {
-        return hixl_error(HIXL_PARAM_INVALID, "ctx is NULL");
+        return hixl_compat_error(HIXL_PARAM_INVALID, "ctx is NULL");
     }
     if (!__atomic_load_n(&ctx->exchanged, __ATOMIC_ACQUIRE)) {
-        return hixl_error(HIXL_PARAM_INVALID, "no ranks before "
+        return hixl_compat_error(HIXL_PARAM_INVALID, "no ranks before "
                           "HixlExchangeMrInfo");
     }
     if (rank_p != NULL) {
@@ -690,33 +714,33 @@ static HixlResult hv_target(HixlContext ctx, uint32_t rank, uint32_t mr,
     const hv_rmr_t *rm;
 
     if (ctx == NULL) {
-        return hixl_error(HIXL_PARAM_INVALID, "ctx is NULL");
+        return hixl_compat_error(HIXL_PARAM_INVALID, "ctx is NULL");
     }
     if (!__atomic_load_n(&ctx->exchanged, __ATOMIC_ACQUIRE)) {
-        return hixl_error(HIXL_PARAM_INVALID, "rank %u: no ranks before "
+        return hixl_compat_error(HIXL_PARAM_INVALID, "rank %u: no ranks before "
                           "HixlExchangeMrInfo", rank);
     }
     if (rank >= ctx->num_ranks) {
-        return hixl_error(HIXL_PARAM_INVALID, "rank %u is not below the %u "
+        return hixl_compat_error(HIXL_PARAM_INVALID, "rank %u is not below the %u "
                           "exchanged ranks", rank, ctx->num_ranks);
     }
     rk = &ctx->ranks[rank];
     if (rk->self) {
-        return hixl_error(HIXL_PARAM_INVALID, "rank %u is this engine (%s)",
+        return hixl_compat_error(HIXL_PARAM_INVALID, "rank %u is this engine (%s)",
                           rank, rk->name);
     }
     if (!rk->listening) {
-        return hixl_error(HIXL_PARAM_INVALID, "rank %u (%s) is client-only: "
+        return hixl_compat_error(HIXL_PARAM_INVALID, "rank %u (%s) is client-only: "
                           "it cannot be written to", rank, rk->name);
     }
     if ((mr >= rk->num_mrs) || (rk->mrs[mr].len == 0)) {
-        return hixl_error(HIXL_PARAM_INVALID, "rank %u (%s) has no region %u "
+        return hixl_compat_error(HIXL_PARAM_INVALID, "rank %u (%s) has no region %u "
                           "(it announced %u)", rank, rk->name, mr,
                           rk->num_mrs);
     }
     rm = &rk->mrs[mr];
     if ((off > rm->len) || (len > rm->len - off)) {
-        return hixl_error(HIXL_PARAM_INVALID, "rank %u region %u: [%llu, "
+        return hixl_compat_error(HIXL_PARAM_INVALID, "rank %u region %u: [%llu, "
                           "+%zu) is outside its %llu bytes", rank, mr,
                           (unsigned long long)off, len,
                           (unsigned long long)rm->len);
@@ -732,11 +756,11 @@ HixlResult HixlGetRemoteMr(HixlContext ctx, uint32_t rank, uint32_t remote_mr,
     const hv_rank_t *rk;
 
     if (ctx == NULL) {
-        return hixl_error(HIXL_PARAM_INVALID, "ctx is NULL");
+        return hixl_compat_error(HIXL_PARAM_INVALID, "ctx is NULL");
     }
     if (!__atomic_load_n(&ctx->exchanged, __ATOMIC_ACQUIRE) ||
         (rank >= ctx->num_ranks) || ctx->ranks[rank].self) {
-        return hixl_error(HIXL_PARAM_INVALID, "rank %u is not an exchanged "
+        return hixl_compat_error(HIXL_PARAM_INVALID, "rank %u is not an exchanged "
                           "peer", rank);
     }
     rk = &ctx->ranks[rank];
@@ -790,7 +814,7 @@ HixlResult HixlRdmaWriteAsync(HixlContext ctx, uint32_t rank,
         return status;
     }
     if ((stream == NULL) || (stream->ctx != ctx)) {
-        return hixl_error(HIXL_PARAM_INVALID, "stream is %s",
+        return hixl_compat_error(HIXL_PARAM_INVALID, "stream is %s",
                           stream ? "of another context" : "NULL");
     }
     desc.local_addr  = (uintptr_t)local_buf;
@@ -806,7 +830,7 @@ HixlResult HixlRdmaWriteAsync(HixlContext ctx, uint32_t rank,
         pending = realloc(stream->pending, cap * sizeof(*pending));
         if (pending == NULL) {
             pthread_mutex_unlock(&ctx->lock);
-            return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for "
+            return hixl_compat_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for "
                               "the stream");
         }
         stream->pending = pending;
@@ -868,7 +892,7 @@ static HixlResult hv_sweep(HixlContext ctx, const hv_filter_t *f,
                 ((status != HIXL_SUCCESS) ||
                  (ts != HIXL_TRANSFER_COMPLETED))) {
                 snprintf(why, sizeof(why), "%s", hixl_last_error());
-                first = hixl_error(status != HIXL_SUCCESS ? status :
+                first = hixl_compat_error(status != HIXL_SUCCESS ? status :
                                    (ts == HIXL_TRANSFER_TIMEOUT ?
                                     HIXL_TIMEOUT : HIXL_FAILED),
                                    "write to rank %u region %u %s: %s",
@@ -895,7 +919,7 @@ static HixlResult hv_wait(HixlContext ctx, hv_filter_t *f, const char *what)
     pthread_mutex_lock(&ctx->lock);
     f->before_seq = ctx->next_seq;
     pthread_mutex_unlock(&ctx->lock);
-    deadline = hixl_deadline_ns(__atomic_load_n(&ctx->timeout_ms,
+    deadline = hixl_compat_deadline_ns(__atomic_load_n(&ctx->timeout_ms,
                                                 __ATOMIC_RELAXED));
     for (;;) {
         status = hv_sweep(ctx, f, &left);
@@ -905,8 +929,8 @@ static HixlResult hv_wait(HixlContext ctx, hv_filter_t *f, const char *what)
         if (left == 0) {
             return HIXL_SUCCESS;
         }
-        if (hixl_ms_left(deadline) == 0) {
-            return hixl_error(HIXL_TIMEOUT, "%s: %zu writes still pending "
+        if (hixl_compat_ms_left(deadline) == 0) {
+            return hixl_compat_error(HIXL_TIMEOUT, "%s: %zu writes still pending "
                               "after %d ms", what, left,
                               (int)__atomic_load_n(&ctx->timeout_ms,
                                                    __ATOMIC_RELAXED));
@@ -940,12 +964,12 @@ HixlResult HixlStreamCreate(HixlContext ctx, HixlStream *stream_p)
     struct hixl_verbs_stream *s;
 
     if ((ctx == NULL) || (stream_p == NULL)) {
-        return hixl_error(HIXL_PARAM_INVALID, "%s is NULL",
+        return hixl_compat_error(HIXL_PARAM_INVALID, "%s is NULL",
                           ctx ? "stream_p" : "ctx");
     }
     s = calloc(1, sizeof(*s));
     if (s == NULL) {
-        return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for a "
+        return hixl_compat_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for a "
                           "stream");
     }
     s->ctx = ctx;
@@ -965,7 +989,7 @@ HixlResult HixlStreamSynchronize(HixlStream stream)
     hv_filter_t f;
 
     if (stream == NULL) {
-        return hixl_error(HIXL_PARAM_INVALID, "stream is NULL");
+        return hixl_compat_error(HIXL_PARAM_INVALID, "stream is NULL");
     }
     memset(&f, 0, sizeof(f));
     f.stream = stream;
@@ -979,7 +1003,7 @@ HixlResult HixlStreamQuery(HixlStream stream, int *done_p)
     size_t left;
 
     if ((stream == NULL) || (done_p == NULL)) {
-        return hixl_error(HIXL_PARAM_INVALID, "%s is NULL",
+        return hixl_compat_error(HIXL_PARAM_INVALID, "%s is NULL",
                           stream ? "done_p" : "stream");
     }
     memset(&f, 0, sizeof(f));
@@ -996,7 +1020,7 @@ HixlResult HixlStreamDestroy(HixlStream stream)
     HixlResult status;
 
     if (stream == NULL) {
-        return hixl_error(HIXL_PARAM_INVALID, "stream is NULL");
+        return hixl_compat_error(HIXL_PARAM_INVALID, "stream is NULL");
     }
     ctx    = stream->ctx;
     status = HixlStreamSynchronize(stream);
@@ -1023,7 +1047,7 @@ HixlResult HixlFinalize(HixlContext ctx)
     uint32_t i;
 
     if (ctx == NULL) {
-        return hixl_error(HIXL_PARAM_INVALID, "ctx is NULL");
+        return hixl_compat_error(HIXL_PARAM_INVALID, "ctx is NULL");
     }
     while (ctx->streams != NULL) {
         status = HixlStreamDestroy(ctx->streams);

@@ -1,20 +1,16 @@
 /*
- * Engine life cycle: hixl_initialize / hixl_finalize.
+ * The engine's core: identity, options, UCX context and worker, and the
+ * core steps of finalize.
  */
 #include "config.h"
-#include "core/peer.h"
-#include "ctrl/peer_ended.h"
+#include "core/engine.h"
 #include "util/clock.h"
-#include "device/device.h"
 #include "util/log.h"
-
-#include <ucs/config/global_opts.h>
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -49,16 +45,6 @@ static void hixl_engine_host_id(hixl_engine_t *engine)
     if (engine->host_id[0] == '\0') {
         gethostname(engine->host_id, sizeof(engine->host_id) - 1);
     }
-}
-
-static void hixl_cond_init_monotonic(pthread_cond_t *cond)
-{
-    pthread_condattr_t attr;
-
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(cond, &attr);
-    pthread_condattr_destroy(&attr);
 }
 
 static hixl_status_t hixl_engine_ucx_init(hixl_engine_t *engine)
@@ -123,65 +109,112 @@ static hixl_status_t hixl_engine_ucx_init(hixl_engine_t *engine)
         return hixl_error(HIXL_FAILED, "ucp_worker_get_address: %s",
                           ucs_status_string(ustatus));
     }
-    if (ucp_worker_get_efd(engine->ucp_worker, &engine->worker_efd) != UCS_OK) {
-        engine->worker_efd = -1;   /* the progress thread will nap instead */
-    }
     return HIXL_SUCCESS;
 }
 
-static hixl_status_t hixl_engine_poll_init(hixl_engine_t *engine)
+static hixl_status_t hixl_engine_init(hixl_engine_t *engine,
+                                      const char *local_engine,
+                                      const hixl_option_t *options,
+                                      size_t num_options)
 {
-    struct epoll_event ev;
     hixl_status_t status;
-    uint16_t port;
 
-    engine->epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (engine->epfd < 0) {
-        return hixl_error(HIXL_FAILED, "epoll_create1: %s", strerror(errno));
-    }
-    memset(&ev, 0, sizeof(ev));
-    if (engine->worker_efd >= 0) {
-        ev.events   = EPOLLIN;
-        ev.data.u64 = HIXL_POLL_DATA(HIXL_POLL_WORKER, 0);
-        epoll_ctl(engine->epfd, EPOLL_CTL_ADD, engine->worker_efd, &ev);
-    }
-    if (!engine->listening) {
-        return HIXL_SUCCESS;
-    }
-    status = ctrl_sock_listen(&engine->name, &engine->listen_fd, &port);
+    status = hixl_opts_load(&engine->opts, options, num_options, NULL, NULL);
     if (status != HIXL_SUCCESS) {
         return status;
     }
-    hixl_name_set_port(&engine->name, port);
-    ev.events   = EPOLLIN;
-    ev.data.u64 = HIXL_POLL_DATA(HIXL_POLL_LISTEN, 0);
-    if (epoll_ctl(engine->epfd, EPOLL_CTL_ADD, engine->listen_fd, &ev) != 0) {
-        return hixl_error(HIXL_FAILED, "epoll_ctl: %s", strerror(errno));
+    hixl_log_level = engine->opts.log_level;
+    status = hixl_name_parse(local_engine, &engine->name);
+    if (status != HIXL_SUCCESS) {
+        return status;
     }
+    engine->listening = (engine->name.port != 0) ||
+                        engine->opts.listen_ephemeral;
+    status = hixl_req_pool_init(&engine->reqs, engine->opts.max_requests,
+                                engine->serial);
+    if (status != HIXL_SUCCESS) {
+        return status;
+    }
+    status = hixl_engine_ucx_init(engine);
+    if (status != HIXL_SUCCESS) {
+        return status;
+    }
+    return hixl_progress_init(engine);
+}
+
+hixl_status_t hixl_engine_create(const char *local_engine,
+                                 const hixl_option_t *options,
+                                 size_t num_options, hixl_engine_t **engine_p)
+{
+    hixl_engine_t *engine;
+    hixl_status_t status;
+    char reason[512];
+
+    engine = calloc(1, sizeof(*engine));
+    if (engine == NULL) {
+        return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    engine->progress.epfd       = -1;
+    engine->progress.worker_efd = -1;
+    engine->serial              = hixl_engine_next_serial();
+    hixl_engine_host_id(engine);
+    if (getrandom(&engine->instance, sizeof(engine->instance), 0) !=
+        sizeof(engine->instance)) {
+        engine->instance = hixl_now_ns() ^ ((uint64_t)getpid() << 32);
+    }
+    pthread_mutex_init(&engine->lock, NULL);
+    hixl_cond_init_monotonic(&engine->cond);
+
+    status = hixl_engine_init(engine, local_engine, options, num_options);
+    if (status != HIXL_SUCCESS) {
+        /* teardown may log or fail quietly; keep the message that matters */
+        snprintf(reason, sizeof(reason), "%s", hixl_error_message());
+        hixl_engine_destroy_worker(engine);
+        hixl_engine_free(engine);
+        return hixl_error(status, "%s", reason);
+    }
+    *engine_p = engine;
     return HIXL_SUCCESS;
 }
 
-/* Operations cancelled by forced closes sit in UCX 1.13's endpoint queues
- * until here, and UCX lists each one as a warning ("N pending operations
- * were not flushed", "object ... was not returned to mpool").  Those are the
- * transfers this engine already reported FAILED; keep UCX to errors while
- * it drops them, and say once what happened. */
-static void hixl_engine_worker_destroy(hixl_engine_t *engine)
-{
-    ucs_log_level_t saved = ucs_global_opts.log_component.log_level;
+/* ---- flush waits ------------------------------------------------------------ */
 
-    if (atomic_load(&engine->cancelled) && (saved == UCS_LOG_LEVEL_WARN)) {
-        hixl_log_info("dropping %u cancelled transfer(s) held by UCX",
-                      atomic_load(&engine->cancelled));
-        ucs_global_opts.log_component.log_level = UCS_LOG_LEVEL_ERROR;
-    }
-    ucp_worker_destroy(engine->ucp_worker);
-    ucs_global_opts.log_component.log_level = saved;
+static void hixl_flush_wait_cb(hixl_epf_waiter_t *w, ucs_status_t status)
+{
+    hixl_flush_wait_t *fw = (hixl_flush_wait_t*)w;
+
+    fw->status = status;
+    atomic_store(&fw->done, 1);
+    /* without engine->lock (it may be held by the caller of add/close):
+     * the waiter also wakes every millisecond (hixl_engine_wait) */
+    pthread_cond_broadcast(&fw->engine->cond);
 }
 
+void hixl_flush_wait_start(hixl_engine_t *engine, hixl_peer_t *peer,
+                           hixl_flush_wait_t *fw)
+{
+    memset(fw, 0, sizeof(*fw));
+    fw->w.cb   = hixl_flush_wait_cb;
+    fw->engine = engine;
+    fw->status = UCS_ERR_CANCELED;
+    if (peer->epf == NULL) {
+        atomic_store(&fw->done, 1);
+        return;
+    }
+    hixl_epf_add(peer->epf, &fw->w, 0);
+    hixl_progress_kick(engine);
+}
+
+int hixl_flush_wait_done(void *arg)
+{
+    return atomic_load(&((hixl_flush_wait_t*)arg)->done);
+}
+
+/* ---- finalize ------------------------------------------------------------------ */
+
 typedef struct hixl_drain {
-    ucs_status_ptr_t *reqs;
-    size_t            count;
+    hixl_flush_wait_t *waits;
+    size_t             count;
 } hixl_drain_t;
 
 static int hixl_drain_done(void *arg)
@@ -190,199 +223,80 @@ static int hixl_drain_done(void *arg)
     size_t i;
 
     for (i = 0; i < d->count; ++i) {
-        if (ucp_request_check_status(d->reqs[i]) == UCS_INPROGRESS) {
+        if (!hixl_flush_wait_done(&d->waits[i])) {
             return 0;
         }
     }
     return 1;
 }
 
-/* Let what is in flight land, within hixl.FinalizeTimeoutMs, before the
- * peers are closed: a forced close cancels transfers mid-way, and (UCX 1.13)
- * a target still answering a vanished initiator over tcp may abort. */
-static void hixl_engine_drain(hixl_engine_t *engine)
+void hixl_engine_drain(hixl_engine_t *engine)
 {
     hixl_drain_t d = {NULL, 0};
-    ucp_request_param_t param;
-    ucs_status_ptr_t sp;
     hixl_peer_t *peer;
-    size_t n = 0, i;
 
     if ((engine->ucp_worker == NULL) || (engine->opts.finalize_timeout_ms == 0)) {
         return;
     }
     pthread_mutex_lock(&engine->lock);
-    for (peer = engine->peers; peer != NULL; peer = peer->next) {
-        n += (peer->ep != NULL);
-    }
-    d.reqs = calloc(n ? n : 1, sizeof(*d.reqs));
-    memset(&param, 0, sizeof(param));
-    for (peer = engine->peers; (peer != NULL) && (d.reqs != NULL);
+    d.waits = calloc(engine->peers.count ? engine->peers.count : 1,
+                     sizeof(*d.waits));
+    for (peer = engine->peers.head; (peer != NULL) && (d.waits != NULL);
          peer = peer->next) {
-        if ((peer->ep != NULL) && (peer->state == HIXL_PEER_READY)) {
-            sp = ucp_ep_flush_nbx(peer->ep, &param);
-            if (UCS_PTR_IS_PTR(sp)) {
-                d.reqs[d.count++] = sp;
-            }
+        if ((peer->epf != NULL) && (peer->state == HIXL_PEER_READY)) {
+            hixl_flush_wait_start(engine, peer, &d.waits[d.count++]);
         }
     }
     if (d.count > 0) {
-        atomic_fetch_add(&engine->busy, 1);
-        hixl_progress_kick(engine);
-        hixl_engine_wait(engine,
-                         hixl_deadline_ns(engine->opts.finalize_timeout_ms),
-                         hixl_drain_done, &d);
-        atomic_fetch_sub(&engine->busy, 1);
+        hixl_engine_wait_busy(engine,
+                              hixl_deadline_ns(engine->opts.finalize_timeout_ms),
+                              hixl_drain_done, &d);
     }
-    for (i = 0; i < d.count; ++i) {
-        ucp_request_free(d.reqs[i]);
-    }
+    /* waits still open are settled by closing their peers, here, before
+     * the records go */
+    hixl_engine_close_peers(engine);
     pthread_mutex_unlock(&engine->lock);
-    free(d.reqs);
+    free(d.waits);
 }
 
-/* Release everything; safe on a partly initialized engine. */
-static void hixl_engine_destroy(hixl_engine_t *engine)
+void hixl_engine_close_peers(hixl_engine_t *engine)
 {
     hixl_peer_t *peer;
 
-    hixl_engine_drain(engine);
-    hixl_progress_stop(engine);
-    if (engine->listen_fd >= 0) {
-        close(engine->listen_fd);
-    }
-
-    pthread_mutex_lock(&engine->lock);
-    while ((peer = engine->peers) != NULL) {
+    while ((peer = engine->peers.head) != NULL) {
         hixl_peer_close(engine, peer, HIXL_FAILED, "engine %s is finalizing",
                         engine->name.canon);
     }
-    pthread_mutex_unlock(&engine->lock);
-    /* device copies and staged chunks in flight end (or fail: their peers
-     * are closed) while the worker still runs their UCX parts */
-    hixl_dev_drain(engine);
+}
 
+void hixl_engine_destroy_worker(hixl_engine_t *engine)
+{
     /* UCX completes what the forced closes cancelled from progress, and
      * what was still queued on an endpoint in wire-up only when the worker
      * is destroyed: requests, peers and the engine's locks must outlive
      * ucp_worker_destroy, so it comes first. */
-    if (engine->ucp_worker != NULL) {
-        while (ucp_worker_progress(engine->ucp_worker) != 0) {
-        }
-        if (engine->worker_addr != NULL) {
-            ucp_worker_release_address(engine->ucp_worker, engine->worker_addr);
-        }
-        hixl_engine_worker_destroy(engine);
+    if (engine->ucp_worker == NULL) {
+        return;
     }
-    hixl_ep_ctx_cleanup(engine);
-    hixl_xfer_abandon_all(engine);
-    hixl_mem_cleanup(engine);
-    hixl_dev_cleanup(engine);   /* after the regions its plugins export */
-    hixl_notify_queue_cleanup(engine);
-    hixl_layer_sources_cleanup(engine);
-    hixl_ended_cleanup(engine);
+    while (ucp_worker_progress(engine->ucp_worker) != 0) {
+    }
+    if (engine->worker_addr != NULL) {
+        ucp_worker_release_address(engine->ucp_worker, engine->worker_addr);
+        engine->worker_addr = NULL;
+    }
+    ucp_worker_destroy(engine->ucp_worker);
+    engine->ucp_worker = NULL;
+}
+
+void hixl_engine_free(hixl_engine_t *engine)
+{
     hixl_req_pool_cleanup(&engine->reqs);
-    if (engine->epfd >= 0) {
-        close(engine->epfd);
-    }
+    hixl_mem_table_cleanup(&engine->mem);
+    hixl_progress_cleanup(engine);
     if (engine->ucp_context != NULL) {
         ucp_cleanup(engine->ucp_context);
     }
     pthread_mutex_destroy(&engine->lock);
     pthread_cond_destroy(&engine->cond);
-    pthread_mutex_destroy(&engine->done_lock);
-    pthread_cond_destroy(&engine->done_cond);
-    pthread_mutex_destroy(&engine->poll_lock);
     free(engine);
-}
-
-hixl_status_t hixl_initialize(const char *local_engine,
-                              const hixl_option_t *options, size_t num_options,
-                              hixl_engine_t **engine_p)
-{
-    hixl_engine_t *engine;
-    hixl_status_t status;
-    char reason[512];
-
-    if (engine_p == NULL) {
-        return hixl_error(HIXL_PARAM_INVALID, "engine_p is NULL");
-    }
-    *engine_p = NULL;
-    engine = calloc(1, sizeof(*engine));
-    if (engine == NULL) {
-        return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
-    }
-    engine->listen_fd  = -1;
-    engine->epfd       = -1;
-    engine->worker_efd = -1;
-    engine->serial     = hixl_engine_next_serial();
-    hixl_engine_host_id(engine);
-    if (getrandom(&engine->instance, sizeof(engine->instance), 0) !=
-        sizeof(engine->instance)) {
-        engine->instance = hixl_now_ns() ^ ((uint64_t)getpid() << 32);
-    }
-    pthread_mutex_init(&engine->lock, NULL);
-    hixl_cond_init_monotonic(&engine->cond);
-    pthread_mutex_init(&engine->done_lock, NULL);
-    hixl_cond_init_monotonic(&engine->done_cond);
-    pthread_mutex_init(&engine->poll_lock, NULL);
-
-    status = hixl_opts_load(&engine->opts, options, num_options, NULL, NULL);
-    if (status != HIXL_SUCCESS) {
-        goto err;
-    }
-    hixl_log_level = engine->opts.log_level;
-    status = hixl_name_parse(local_engine, &engine->name);
-    if (status != HIXL_SUCCESS) {
-        goto err;
-    }
-    engine->listening = (engine->name.port != 0) ||
-                        engine->opts.listen_ephemeral;
-    status = hixl_req_pool_init(&engine->reqs, engine->opts.max_requests);
-    if (status != HIXL_SUCCESS) {
-        goto err;
-    }
-    status = hixl_engine_ucx_init(engine);
-    if (status != HIXL_SUCCESS) {
-        goto err;
-    }
-    status = hixl_dev_init(engine);   /* memory-type plugins */
-    if (status != HIXL_SUCCESS) {
-        goto err;
-    }
-    status = hixl_engine_poll_init(engine);
-    if (status != HIXL_SUCCESS) {
-        goto err;
-    }
-    if (engine->opts.progress_thread) {
-        status = hixl_progress_start(engine);
-        if (status != HIXL_SUCCESS) {
-            goto err;
-        }
-    }
-    hixl_log_info("engine %s initialized (%s, progress thread %s)",
-                  engine->name.canon, engine->listening ? "listening" :
-                  "client-only", engine->progress_running ? "on" : "off");
-    *engine_p = engine;
-    return HIXL_SUCCESS;
-
-err:
-    /* destroy may log or fail quietly; keep the message that matters */
-    snprintf(reason, sizeof(reason), "%s", hixl_error_message());
-    hixl_engine_destroy(engine);
-    return hixl_error(status, "%s", reason);
-}
-
-hixl_status_t hixl_finalize(hixl_engine_t *engine)
-{
-    if (engine == NULL) {
-        return hixl_error(HIXL_PARAM_INVALID, "engine is NULL");
-    }
-    hixl_engine_destroy(engine);
-    return HIXL_SUCCESS;
-}
-
-const char *hixl_engine_name(const hixl_engine_t *engine)
-{
-    return (engine != NULL) ? engine->name.canon : "";
 }

@@ -1,213 +1,243 @@
 /*
- * Coalesced transfer flushes (see flush_group.h).
+ * The endpoint-flush service (see ep_flush.h).
  */
 #include "config.h"
 #include "core/ep_flush.h"
 
+#include <sched.h>
+#include <stdlib.h>
 #include <string.h>
+#include <ucp/api/ucp.h>
 
-void hixl_fg_init(hixl_ep_ctx_t *ctx, ucp_ep_h ep)
+hixl_epf_t *hixl_epf_create(void *ep, hixl_epf_flush_fn_t flush,
+                            atomic_int *wanted)
 {
-    if (!ctx->fg_lock_init) {
-        pthread_spin_init(&ctx->fg_lock, PTHREAD_PROCESS_PRIVATE);
-        ctx->fg_lock_init = 1;
+    hixl_epf_t *epf = calloc(1, sizeof(*epf));
+
+    if (epf == NULL) {
+        return NULL;
     }
-    ctx->fg_ep = ep;
+    pthread_spin_init(&epf->lock, PTHREAD_PROCESS_PRIVATE);
+    atomic_init(&epf->refs, 1);
+    atomic_init(&epf->calling, 0);
+    atomic_init(&epf->busy, 0);
+    epf->ep     = ep;
+    epf->flush  = flush;
+    epf->wanted = wanted;
+    return epf;
 }
 
-void hixl_fg_cleanup(hixl_ep_ctx_t *ctx)
+void hixl_epf_retain(hixl_epf_t *epf)
 {
-    if (ctx->fg_lock_init) {
-        pthread_spin_destroy(&ctx->fg_lock);
-        ctx->fg_lock_init = 0;
-    }
+    atomic_fetch_add(&epf->refs, 1);
 }
 
-/* fg_lock held: if a flush is due, make the waiters its group. */
-static int hixl_fg_take_waiters(hixl_ep_ctx_t *ctx)
+void hixl_epf_release(hixl_epf_t *epf)
 {
-    if (!ctx->fg_due || (ctx->fg_ep == NULL) || (ctx->fg_wait_head == NULL)) {
+    if (atomic_fetch_sub(&epf->refs, 1) != 1) {
+        return;
+    }
+    pthread_spin_destroy(&epf->lock);
+    free(epf);
+}
+
+/* lock held (or exclusive): if a flush is due, the waiters become its
+ * group.  Returns 1 when the caller is to issue it. */
+static int hixl_epf_take_waiters(hixl_epf_t *epf)
+{
+    if (!epf->due || (epf->ep == NULL) || (epf->wait_head == NULL)) {
         return 0;
     }
-    ctx->fg_group      = ctx->fg_wait_head;
-    ctx->fg_wait_head  = ctx->fg_wait_tail = NULL;
-    ctx->fg_due        = 0;
+    epf->group     = epf->wait_head;
+    epf->wait_head = epf->wait_tail = NULL;
+    epf->due       = 0;
     return 1;
 }
 
-/*
- * The flush covering ctx->fg_group ended with ustatus: claim the group's
- * requests (under the lock, so that none can be settled or reused by
- * anyone else while this walks it), then complete them outside the lock.
- * Returns 1 when requests wait for the next flush (it is then due).
- *
- * exclusive: the caller holds engine->lock and the flush completed inside
- * its own ucp_ep_flush_nbx call, so no callback, post, close or issue can
- * touch ctx meanwhile and the spinlock is not needed.
- */
-static int hixl_fg_finish(hixl_engine_t *engine, hixl_ep_ctx_t *ctx,
-                          ucs_status_t ustatus, int exclusive,
-                          hixl_request_t *own, int *own_done)
+/* lock held (or exclusive): the flush covering the group ended; detach
+ * the group.  *due_p: waiters are owed the next flush (busy stays set). */
+static hixl_epf_waiter_t *hixl_epf_claim(hixl_epf_t *epf, int *due_p)
 {
-    hixl_request_t *r, *next, *claimed = NULL;
-    unsigned pending;
-    int due = 0;
+    hixl_epf_waiter_t *group = epf->group;
 
-    if (!exclusive) {
-        pthread_spin_lock(&ctx->fg_lock);
-    }
-    for (r = ctx->fg_group; r != NULL; r = next) {
-        next    = r->next_flush;
-        pending = atomic_load_explicit(&r->flush_pending,
-                                       memory_order_relaxed);
-        /* 0 would mean it was settled elsewhere; hixl_fg_close empties the
-         * lists before hixl_xfer_peer_closed settles, so it is not seen.
-         * Exclusive, nobody else can settle it at all: a store will do. */
-        if (!(pending & 1)) {
-            continue;
-        }
-        if (exclusive) {
-            atomic_store_explicit(&r->flush_pending, 0, memory_order_relaxed);
-        } else if (!atomic_compare_exchange_strong(&r->flush_pending,
-                                                   &pending, 0)) {
-            continue;
-        }
-        r->next_flush = claimed;
-        claimed       = r;
-    }
-    ctx->fg_group = NULL;
-    if ((ctx->fg_ep != NULL) && (ctx->fg_wait_head != NULL)) {
-        ctx->fg_due = 1;   /* fg_busy stays: the waiters are owed a flush */
-        due         = 1;
+    epf->group = NULL;
+    if ((epf->ep != NULL) && (epf->wait_head != NULL)) {
+        epf->due = 1;
+        *due_p   = 1;
     } else {
-        atomic_store_explicit(&ctx->fg_busy, 0, memory_order_release);
+        *due_p = 0;
+        atomic_store_explicit(&epf->busy, 0, memory_order_release);
     }
-    if (!exclusive) {
-        pthread_spin_unlock(&ctx->fg_lock);
-    }
+    return group;
+}
 
-    for (r = claimed; r != NULL; r = next) {
-        next          = r->next_flush;   /* r may be released below */
-        r->next_flush = NULL;
-        if ((r == own) && (ustatus == UCS_OK)) {
-            *own_done = 1;   /* its poster drops the flush's hold */
+/* Call back a detached list.  own, when set and successful, is not called
+ * back but reported in *own_done. */
+static void hixl_epf_call(hixl_epf_waiter_t *list, ucs_status_t status,
+                          hixl_epf_waiter_t *own, int *own_done)
+{
+    hixl_epf_waiter_t *w, *next;
+
+    for (w = list; w != NULL; w = next) {
+        next    = w->next;   /* w may be gone once called back */
+        w->next = NULL;
+        if ((w == own) && (status == UCS_OK)) {
+            *own_done = 1;
             continue;
         }
-        hixl_xfer_flushed(engine, r, ustatus);
-    }
-    return due;
-}
-
-static void hixl_fg_flush_cb(void *request, ucs_status_t ustatus,
-                             void *user_data)
-{
-    hixl_ep_ctx_t *ctx = user_data;
-
-    ucp_request_free(request);
-    if (hixl_fg_finish(ctx->engine, ctx, ustatus, 0, NULL, NULL)) {
-        /* engine->lock may not be taken here: the next flush is issued by
-         * a caller that holds it (hixl_fg_progress, hixl_fg_add) */
-        atomic_store(&ctx->engine->fg_wanted, 1);
+        w->cb(w, status);
     }
 }
 
-/* Flush for ctx->fg_group (engine->lock held, so the endpoint stays open);
- * a flush that completes at once finishes here, and the next with it.
- * Returns 1 when own (the poster's request, or NULL) was covered by a
- * flush that completed here without error: its flush hold is then left to
- * the poster, which may finish the request without atomics. */
-static int hixl_fg_issue(hixl_engine_t *engine, hixl_ep_ctx_t *ctx,
-                         hixl_request_t *own)
+/* Flush for epf->group.  The caller is the one thread that may add or
+ * issue (engine lock), and no flush is in flight, so a flush that
+ * completes at once is finished here without the spinlock, and the next
+ * group with it.  Returns 1 when own was covered by a flush that completed
+ * here without error. */
+static int hixl_epf_issue(hixl_epf_t *epf, hixl_epf_waiter_t *own)
 {
-    ucp_request_param_t param;
+    hixl_epf_waiter_t *group;
     ucs_status_ptr_t sp;
-    int more, own_done = 0;
+    int more, due, own_done = 0;
 
     do {
-        memset(&param, 0, sizeof(param));
-        param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                             UCP_OP_ATTR_FIELD_USER_DATA;
-        param.cb.send      = hixl_fg_flush_cb;
-        param.user_data    = ctx;
-        sp = ucp_ep_flush_nbx(ctx->fg_ep, &param);
+        hixl_epf_retain(epf);   /* the flush's, dropped by its completion */
+        sp = epf->flush(epf, epf->ep);
         if (UCS_PTR_IS_PTR(sp)) {
-            return own_done;   /* the rest: hixl_fg_flush_cb */
+            return own_done;   /* the rest: hixl_epf_flushed */
         }
-        /* done at once (shared memory): nobody else can be at ctx */
-        more = hixl_fg_finish(engine, ctx, UCS_PTR_STATUS(sp), 1, own,
-                              &own_done) &&
-               hixl_fg_take_waiters(ctx);
+        hixl_epf_release(epf);  /* done at once: the owner's ref remains */
+        group = hixl_epf_claim(epf, &due);
+        hixl_epf_call(group, UCS_PTR_STATUS(sp), own, &own_done);
+        more = due && hixl_epf_take_waiters(epf);
     } while (more);
     return own_done;
 }
 
-int hixl_fg_add(hixl_engine_t *engine, hixl_peer_t *peer,
-                hixl_request_t *req)
+int hixl_epf_add(hixl_epf_t *epf, hixl_epf_waiter_t *w, int own_fast)
 {
-    hixl_ep_ctx_t *ctx = peer->ep_ctx;
+    hixl_epf_waiter_t *own = own_fast ? w : NULL;
     int issue;
 
-    req->next_flush = NULL;
-    /* No flush out or due: only a holder of engine->lock (this caller) sets
-     * fg_busy, and with no flush out no callback touches ctx, so it is ours
-     * without the spinlock until a flush goes out. */
-    if (atomic_load_explicit(&ctx->fg_busy, memory_order_acquire) == 0) {
-        ctx->fg_group = req;
-        atomic_store_explicit(&ctx->fg_busy, 1, memory_order_relaxed);
-        return hixl_fg_issue(engine, ctx, req);
+    w->next = NULL;
+    if (epf->ep == NULL) {
+        w->cb(w, UCS_ERR_CANCELED);
+        return 0;
     }
-    pthread_spin_lock(&ctx->fg_lock);
-    if (!atomic_load(&ctx->fg_busy)) {
-        ctx->fg_group = req;   /* a callback cleared it just now */
-        atomic_store(&ctx->fg_busy, 1);
+    /* No flush out or due: only the caller's thread sets busy, and with no
+     * flush out no callback touches the lists, so they are ours without
+     * the spinlock until a flush goes out. */
+    if (atomic_load_explicit(&epf->busy, memory_order_acquire) == 0) {
+        epf->group = w;
+        atomic_store_explicit(&epf->busy, 1, memory_order_relaxed);
+        return hixl_epf_issue(epf, own);
+    }
+    pthread_spin_lock(&epf->lock);
+    if (!atomic_load(&epf->busy)) {
+        epf->group = w;   /* a callback cleared it just now */
+        atomic_store(&epf->busy, 1);
         issue = 1;
     } else {
-        /* a flush in flight may predate our operations: the next one */
-        if (ctx->fg_wait_tail != NULL) {
-            ctx->fg_wait_tail->next_flush = req;
+        /* the flush in flight may predate w's operations: the next one */
+        if (epf->wait_tail != NULL) {
+            epf->wait_tail->next = w;
         } else {
-            ctx->fg_wait_head = req;
+            epf->wait_head = w;
         }
-        ctx->fg_wait_tail = req;
+        epf->wait_tail = w;
         /* the flush in flight completed and nobody issued the next yet */
-        issue = hixl_fg_take_waiters(ctx);
+        issue = hixl_epf_take_waiters(epf);
     }
-    pthread_spin_unlock(&ctx->fg_lock);
-    return issue ? hixl_fg_issue(engine, ctx, req) : 0;
+    pthread_spin_unlock(&epf->lock);
+    return issue ? hixl_epf_issue(epf, own) : 0;
 }
 
-void hixl_fg_progress(hixl_engine_t *engine)
+int hixl_epf_progress(hixl_epf_t *epf)
 {
-    hixl_peer_t *peer;
-    hixl_ep_ctx_t *ctx;
     int issue;
 
-    pthread_mutex_lock(&engine->lock);
-    atomic_store(&engine->fg_wanted, 0);
-    for (peer = engine->peers; peer != NULL; peer = peer->next) {
-        ctx = peer->ep_ctx;
-        if ((ctx == NULL) || (peer->ep == NULL) || !ctx->fg_lock_init) {
-            continue;
-        }
-        pthread_spin_lock(&ctx->fg_lock);
-        issue = hixl_fg_take_waiters(ctx);
-        pthread_spin_unlock(&ctx->fg_lock);
-        if (issue) {
-            hixl_fg_issue(engine, ctx, NULL);
-        }
+    pthread_spin_lock(&epf->lock);
+    issue = hixl_epf_take_waiters(epf);
+    pthread_spin_unlock(&epf->lock);
+    if (issue) {
+        hixl_epf_issue(epf, NULL);
     }
-    pthread_mutex_unlock(&engine->lock);
+    return issue;
 }
 
-void hixl_fg_close(hixl_ep_ctx_t *ctx)
+void hixl_epf_flushed(hixl_epf_t *epf, ucs_status_t status)
 {
-    if (!ctx->fg_lock_init) {
+    hixl_epf_waiter_t *group;
+    int due;
+
+    pthread_spin_lock(&epf->lock);
+    group = hixl_epf_claim(epf, &due);
+    atomic_fetch_add(&epf->calling, 1);   /* close waits for us */
+    pthread_spin_unlock(&epf->lock);
+
+    hixl_epf_call(group, status, NULL, NULL);
+    atomic_fetch_sub(&epf->calling, 1);
+    if (due) {
+        /* the engine lock may not be taken here: the next flush is issued
+         * by a caller that holds it (hixl_epf_progress, hixl_epf_add) */
+        atomic_store(epf->wanted, 1);
+    }
+}
+
+void hixl_epf_close(hixl_epf_t *epf, ucs_status_t status)
+{
+    hixl_epf_waiter_t *list;
+
+    if (epf->ep == NULL) {
         return;
     }
-    pthread_spin_lock(&ctx->fg_lock);
-    ctx->fg_ep         = NULL;
-    ctx->fg_group      = NULL;
-    ctx->fg_wait_head  = ctx->fg_wait_tail = NULL;
-    ctx->fg_due        = 0;
-    pthread_spin_unlock(&ctx->fg_lock);
+    pthread_spin_lock(&epf->lock);
+    list = epf->group;
+    if (list != NULL) {
+        hixl_epf_waiter_t *tail = list;
+
+        while (tail->next != NULL) {
+            tail = tail->next;
+        }
+        tail->next = epf->wait_head;
+    } else {
+        list = epf->wait_head;
+    }
+    epf->group     = NULL;
+    epf->wait_head = epf->wait_tail = NULL;
+    epf->due       = 0;
+    epf->ep        = NULL;
+    pthread_spin_unlock(&epf->lock);
+
+    hixl_epf_call(list, status, NULL, NULL);
+    /* a completion that claimed its group before us is calling it back:
+     * its waiters must be done before anyone may free them */
+    while (atomic_load(&epf->calling) != 0) {
+        sched_yield();
+    }
+    hixl_epf_release(epf);
+}
+
+/* ---- UCX ------------------------------------------------------------------ */
+
+static void hixl_epf_ucp_cb(void *request, ucs_status_t status,
+                            void *user_data)
+{
+    hixl_epf_t *epf = user_data;
+
+    ucp_request_free(request);
+    hixl_epf_flushed(epf, status);
+    hixl_epf_release(epf);
+}
+
+ucs_status_ptr_t hixl_epf_ucp_flush(hixl_epf_t *epf, void *ep)
+{
+    ucp_request_param_t param;
+
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                         UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send      = hixl_epf_ucp_cb;
+    param.user_data    = epf;
+    return ucp_ep_flush_nbx((ucp_ep_h)ep, &param);
 }

@@ -1,62 +1,119 @@
 /*
- * Coalesced transfer flushes: one ucp_ep_flush_nbx in flight per endpoint.
+ * The endpoint-flush service: the one place that flushes UCX endpoints.
  *
- * A transfer completes when a UCX flush posted after its last put or get
- * completes: that is what makes COMPLETED mean "visible at the
- * destination".  One flush per transfer is correct but expensive where a
- * flush is a round trip (tcp: the peer acknowledges the puts), and the
- * flushes of a window of small transfers then cost more than their data.
+ * A UCX endpoint flush completes once every operation posted on the
+ * endpoint before it is complete at its destination.  That is what makes a
+ * transfer COMPLETED mean "visible at the destination", what a layer signal
+ * and a revoke answer wait for, and what disconnect, connect's wire-up,
+ * staging and finalize need.  All of them are waiters here:
  *
- * So transfers to one endpoint share flushes, as a database shares a log
- * write between commits (group commit):
- *  - a transfer whose puts are posted while no flush is in flight posts one
- *    and is its group;
- *  - a transfer posted while one is in flight waits: the flush in flight
- *    may have been posted before its puts, so it does not cover them;
- *  - when the flush in flight completes, its group completes, and everyone
- *    who waited meanwhile becomes the next group under one new flush.
- * A flush covers every operation posted on the endpoint before it, so each
- * transfer still completes only after a flush posted after its own puts.
- * Where a flush completes at once (shared memory, CMA), nothing ever waits.
+ *   hixl_epf_waiter_t { next, cb }      embedded in the waiter's own record
  *
- * Locking: posting and issuing run under engine->lock, which also guards
- * the endpoint's life (hixl_peer_close).  UCX calls the flush back with its
- * worker lock held, where engine->lock must not be taken (other threads
- * take it before calling UCX), so the callback only completes its group;
- * the next flush is issued by the next hixl_progress or transfer post.  The
- * group lists are guarded by a spinlock of their own, never held across a
- * UCX call.  The state lives in the endpoint context (hixl_ep_ctx_t), which
- * outlives the peer: UCX may call back a force-closed endpoint's flush as
- * late as worker destroy.
+ * Flushes are shared, as a database shares a log write between commits
+ * (group commit), because a flush costs a round trip where the transport
+ * acknowledges puts (tcp):
+ *  - a waiter added while no flush is in flight gets one of its own and is
+ *    its group;
+ *  - a waiter added while one is in flight waits: the flush in flight may
+ *    have been posted before the waiter's operations, so it does not cover
+ *    them;
+ *  - when the flush in flight completes, its group is called back, and
+ *    everyone who waited meanwhile becomes the next group under one new
+ *    flush.
+ * So each waiter is called back only after a flush posted after it was
+ * added, and where a flush completes at once (shared memory, CMA), nothing
+ * ever waits.
+ *
+ * Exactly once: every waiter added is called back once, with the flush's
+ * status or with the status given to hixl_epf_close(), which settles every
+ * waiter still queued before it returns, and waits for callbacks already
+ * running elsewhere.  A late UCX callback of a closed endpoint (UCX 1.13 may
+ * call a force-closed endpoint's flush back as late as worker destroy)
+ * finds nothing to do: the service object lives until then (refcount).
+ *
+ * Threads: hixl_epf_add, hixl_epf_progress and hixl_epf_close are called by
+ * one thread at a time (the engine lock); UCX calls flushes back from any
+ * thread, maybe with that lock held elsewhere, so callbacks never take it:
+ * a waiter's cb must not block on the engine lock.  The group lists are
+ * guarded by a spinlock of their own, never held across a UCX call or a
+ * callback.
+ *
+ * The flush itself is a function pointer, so the service is unit-tested
+ * without UCX (test/unit_ep_flush.c).
  */
-#ifndef HIXL_FLUSH_GROUP_H_
-#define HIXL_FLUSH_GROUP_H_
+#ifndef HIXL_CORE_EP_FLUSH_H_
+#define HIXL_CORE_EP_FLUSH_H_
 
-#include "core/peer.h"
+#include <pthread.h>
+#include <stdatomic.h>
+#include <ucs/type/status.h>
 
-/* Start coalescing on a new endpoint. */
-void hixl_fg_init(hixl_ep_ctx_t *ctx, ucp_ep_h ep);
+typedef struct hixl_epf_waiter hixl_epf_waiter_t;
+typedef struct hixl_epf        hixl_epf_t;
 
-/* Release what hixl_fg_init set up (engine destroy, after the worker). */
-void hixl_fg_cleanup(hixl_ep_ctx_t *ctx);
+struct hixl_epf_waiter {
+    hixl_epf_waiter_t *next;
+    /* called once, from any thread, with no engine lock held or with it
+     * held by the caller of add/progress/close; must not take it */
+    void             (*cb)(hixl_epf_waiter_t *waiter, ucs_status_t status);
+};
 
-/* req's operations are posted on peer's endpoint: complete it (through
- * hixl_xfer_flushed) once a flush covers them.  engine->lock held.
- * Returns 1 instead when a flush covering them completed inside this call
- * without error: the caller then drops the flush's hold on req itself. */
-int hixl_fg_add(hixl_engine_t *engine, hixl_peer_t *peer,
-                hixl_request_t *req);
+/*
+ * Post one flush of ep whose completion calls hixl_epf_flushed(epf, status)
+ * (then drops the reference the service took for it).  Returns NULL when
+ * it completed at once, an error pointer when it could not be posted, or
+ * anything else while it is in flight (UCS_PTR_* conventions).
+ */
+typedef ucs_status_ptr_t (*hixl_epf_flush_fn_t)(hixl_epf_t *epf, void *ep);
 
-/* Issue the flushes that callbacks left waiting (engine->lock not held). */
-void hixl_fg_progress(hixl_engine_t *engine);
+struct hixl_epf {
+    pthread_spinlock_t   lock;
+    atomic_uint          refs;         /* owner + flushes in flight */
+    atomic_uint          calling;      /* callbacks running outside lock */
+    void                *ep;           /* NULL once closed */
+    hixl_epf_flush_fn_t  flush;
+    atomic_int          *wanted;       /* set when a flush is due */
+    atomic_int           busy;         /* a flush is in flight or due */
+    int                  due;          /* the waiters' flush is to issue */
+    hixl_epf_waiter_t   *group;        /* what the flush in flight covers */
+    hixl_epf_waiter_t   *wait_head;    /* added since: the next group */
+    hixl_epf_waiter_t   *wait_tail;
+};
 
-/* The endpoint is about to be closed (engine->lock held): stop issuing
- * and drop the group lists; hixl_xfer_peer_closed then settles their
- * requests, and a late callback finds nothing. */
-void hixl_fg_close(hixl_ep_ctx_t *ctx);
+/* A service for ep.  wanted: a flag the owner's progress watches to call
+ * hixl_epf_progress (a callback may not issue the next flush itself).
+ * NULL when out of memory. */
+hixl_epf_t *hixl_epf_create(void *ep, hixl_epf_flush_fn_t flush,
+                            atomic_int *wanted);
 
-/* A flush covering req ended with ustatus (transfer.c). */
-void hixl_xfer_flushed(hixl_engine_t *engine, hixl_request_t *req,
-                       ucs_status_t ustatus);
+/* The flush of the real thing: ucp_ep_flush_nbx on a ucp_ep_h. */
+ucs_status_ptr_t hixl_epf_ucp_flush(hixl_epf_t *epf, void *ep);
+
+/*
+ * Have w called back once a flush posted after this call completes.
+ * Returns 1 instead, without calling w->cb, when a flush covering w
+ * completed successfully inside this call and own_fast is set: the caller
+ * then finishes w's business itself (a transfer that completed inside its
+ * post does so without atomics).  Closed: w->cb(UCS_ERR_CANCELED) at once.
+ */
+int hixl_epf_add(hixl_epf_t *epf, hixl_epf_waiter_t *w, int own_fast);
+
+/* Issue the flush that a callback left due (the owner's progress, when
+ * *wanted was set).  Returns 1 when it issued one. */
+int hixl_epf_progress(hixl_epf_t *epf);
+
+/* A flush of epf completed with status (from the flush function's
+ * completion; any thread). */
+void hixl_epf_flushed(hixl_epf_t *epf, ucs_status_t status);
+
+/* The endpoint is closing: no flush is issued on it again, every waiter
+ * still queued is called back with status before this returns, and
+ * callbacks running elsewhere have finished.  Drops the owner's
+ * reference, so the owner calls it once and forgets epf. */
+void hixl_epf_close(hixl_epf_t *epf, ucs_status_t status);
+
+/* Take / drop a reference (the owner's is taken by create). */
+void hixl_epf_retain(hixl_epf_t *epf);
+void hixl_epf_release(hixl_epf_t *epf);
 
 #endif

@@ -1,69 +1,46 @@
 /*
- * Peers: one per control connection, in either direction.  An outgoing peer
- * (this engine connected to it) has a UCX endpoint and the remote region
- * table with unpacked rkeys; an accepted peer (it connected to us) receives
- * our region announcements and sends us notifies and layer signals.
+ * Peers: one per control connection, in either direction, and the table of
+ * them.  An outgoing peer (this engine connected to it) has the remote
+ * region table with unpacked rkeys and transfers into it; an accepted peer
+ * (it connected to us) receives our region announcements and sends us
+ * notifies and layer signals.  Both have a UCX endpoint to the other side
+ * (core/endpoint.c) with its flush service.
  *
- * Lifetime: the engine's peer list holds one reference, every request in
- * flight to the peer holds one.  hixl_peer_close() ends the connection (the
- * peer leaves the list, its endpoint and rkeys are released); the memory goes
- * when the last reference does.
+ * Modules above keep their per-peer state behind their own pointer below
+ * (core never looks inside) and learn of a peer's life through hooks they
+ * register: ready (the handshake completed; may refuse), closing (the
+ * connection is about to go: last chance to say why), closed (everything of
+ * the connection is released: settle what waited on it) and destroy (the
+ * last reference went).
+ *
+ * Lifetime: the table holds one reference, every request in flight to the
+ * peer and every record waiting on it hold one.  hixl_peer_close() ends the
+ * connection (the peer leaves the table, its endpoint and rkeys are
+ * released); the memory goes when the last reference does.
+ *
+ * Locking: engine->lock guards the table and every peer's state.
  */
-#ifndef HIXL_PEER_H_
-#define HIXL_PEER_H_
+#ifndef HIXL_CORE_PEER_H_
+#define HIXL_CORE_PEER_H_
 
-#include "core/engine.h"
-#include "util/range_index.h"
+#include "core/ep_flush.h"
+#include "core/rtable.h"
+#include "wire/ctrl_conn.h"
 
-typedef enum hixl_auth_state {
-    HIXL_AUTH_NONE,        /* no challenge sent or received (yet) */
-    HIXL_AUTH_CHALLENGED,  /* listener: challenge sent, answer awaited;
-                              connector: challenge answered */
-    HIXL_AUTH_DONE
-} hixl_auth_state_t;
+#include <hixl/hixl.h>
+#include <stdatomic.h>
+#include <ucp/api/ucp.h>
+
+typedef struct hixl_engine hixl_engine_t;
+typedef struct hixl_peer   hixl_peer_t;
 
 typedef enum hixl_peer_state {
-    HIXL_PEER_HANDSHAKE,   /* connected, HELLO / table not complete yet */
+    HIXL_PEER_HANDSHAKE,   /* connected, handshake not complete yet */
     HIXL_PEER_READY,
     HIXL_PEER_CLOSED
 } hixl_peer_state_t;
 
-typedef struct hixl_layer_source hixl_layer_source_t;
-
-/* What a UCX endpoint's error callback gets as its argument.  UCX may call
- * it even after the endpoint was force-closed and the peer freed, so it
- * lives until the engine (and its worker) is destroyed. */
-typedef struct hixl_ep_ctx {
-    struct hixl_ep_ctx  *next;
-    hixl_engine_t       *engine;
-    atomic_int           status;   /* ucs_status_t reported, 0 if none */
-    /* coalesced transfer flushes (flush_group.h), under fg_lock */
-    pthread_spinlock_t   fg_lock;
-    int                  fg_lock_init;
-    ucp_ep_h             fg_ep;        /* NULL once the endpoint closes */
-    atomic_int           fg_busy;      /* a flush is in flight or due */
-    int                  fg_due;       /* the waiters' flush is to issue */
-    struct hixl_request *fg_group;     /* what the flush in flight covers */
-    struct hixl_request *fg_wait_head; /* posted since: the next group */
-    struct hixl_request *fg_wait_tail;
-} hixl_ep_ctx_t;
-
-typedef struct hixl_rregion {
-    hixl_range_t         range;     /* first: indexed by address */
-    uint64_t             id;
-    uint32_t             mem_type;
-    ucp_rkey_h           rkey;      /* NULL: device memory not NIC-mapped */
-    struct hixl_rdev    *dev;       /* device memory: its key (device.h) */
-    struct hixl_rregion *next_dead;
-} hixl_rregion_t;
-
-/* A hixl_send_notify() call waiting for its NOTIFY_ACK (on its stack). */
-typedef struct hixl_notify_waiter {
-    uint64_t                   seq;
-    int                        done;
-    hixl_status_t              status;
-    struct hixl_notify_waiter *next;
-} hixl_notify_waiter_t;
+typedef struct hixl_ep_err hixl_ep_err_t;
 
 struct hixl_peer {
     hixl_peer_t          *next;
@@ -71,63 +48,92 @@ struct hixl_peer {
     atomic_uint           refcount;
     uint64_t              serial;
     int                   outgoing;
-    int                   same_host;    /* outgoing: listener on this host */
+    int                   same_host;    /* the other engine is on this host */
     hixl_peer_state_t     state;
-    /* the application saw this connection up (connect returned SUCCESS, or
-     * an accepted handshake completed) and has not disconnected it: if it
-     * ends otherwise, its hixl_disconnect() is owed (peer_ended.h) */
+    /* the application saw this connection up and has not disconnected it:
+     * if it ends otherwise, its hixl_disconnect() is owed (ctrl/) */
     int                   app_owned;
     hixl_status_t         close_status;
     char                  close_reason[256];
     char                  name[HIXL_ENGINE_NAME_MAX + 1];   /* canonical */
     char                  alias[HIXL_ENGINE_NAME_MAX + 1];  /* as connected */
-    uint64_t              handshake_deadline;
-    /* handshake: what an accepted peer claimed in HELLO, kept until it has
-     * authenticated; the nonces of both sides (auth.h) */
-    char                  claimed[HIXL_ENGINE_NAME_MAX + 1];
-    uint64_t              claimed_instance;
-    int                   auth_state;   /* hixl_auth_state_t */
-    uint8_t               nonce_local[32];
-    uint8_t               nonce_remote[32];
+    uint64_t              remote_instance;  /* the other engine object */
     ctrl_conn_t           conn;
     ucp_ep_h              ep;
-    hixl_ep_ctx_t        *ep_ctx;       /* with the endpoint */
-    hixl_range_index_t    rtab;
-    size_t                rtab_count;
-    hixl_rregion_t       *dead;         /* revoked; rkeys freed when idle */
-    atomic_uint           inflight;     /* requests in flight to the peer */
-    uint64_t              sync_acked;   /* highest SYNC_ACK token seen */
-    uint64_t              next_seq;
-    hixl_notify_waiter_t *notify_waiters;
-    /* layer signals, outgoing side: the listener's bounds, and per stream
-     * the newest generation flushed + 1 (0: none), allocated on first use */
+    hixl_epf_t           *epf;          /* with the endpoint */
+    hixl_ep_err_t        *ep_err;       /* what UCX reported on it */
+    hixl_rtable_t         rtab;         /* outgoing: the peer's regions */
+    atomic_uint           inflight;     /* transfers in flight to it */
+    /* what the other engine announced in the handshake */
     uint32_t              remote_max_streams;
     uint32_t              remote_max_layers;
-    uint64_t             *sent_gen;
-    pthread_mutex_t       lf_lock;      /* lf_pending (UCX callbacks too) */
-    struct hixl_layer_flush *lf_pending; /* layer flushes in flight */
-    /* layer signals, accepted side: the table of the engine it is */
-    hixl_layer_source_t  *layer_src;
+    /* protocol counters of the modules above (plain values) */
+    uint64_t              sync_acked;   /* highest SYNC_ACK token seen */
+    uint64_t              next_seq;     /* notify sequence numbers */
+    /* per-module state, owned by the module (see the hooks) */
+    struct hixl_handshake *hs;          /* ctrl/: until the handshake ends */
+    struct hixl_notify_waiter *notify_waiters;   /* ops/notify.c */
+    struct hixl_layer_out *layer_out;   /* ops/: layers flushed to it */
+    struct hixl_layer_source *layer_in; /* ops/: its signals to us */
 };
 
-/* New peer around a connected socket, in HANDSHAKE, not yet listed. */
+typedef struct hixl_peer_hooks {
+    const char    *name;
+    /* the handshake completed (engine->lock held); an error refuses the
+     * connection with that status and the caller's last error */
+    hixl_status_t (*ready)(hixl_engine_t *engine, hixl_peer_t *peer);
+    /* listener side, after ready: the acceptance is on its way; send what
+     * the connector must have before it is ready (the region table) */
+    hixl_status_t (*accepted)(hixl_engine_t *engine, hixl_peer_t *peer);
+    /* about to close: the control connection still works */
+    void          (*closing)(hixl_engine_t *engine, hixl_peer_t *peer);
+    /* closed: connection, endpoint and rkeys are gone */
+    void          (*closed)(hixl_engine_t *engine, hixl_peer_t *peer);
+    /* the last reference went (no lock held) */
+    void          (*destroy)(hixl_peer_t *peer);
+} hixl_peer_hooks_t;
+
+#define HIXL_PEER_MAX_HOOKS 8
+
+typedef struct hixl_peer_table {
+    hixl_peer_t             *head;
+    unsigned                 count;
+    uint64_t                 next_serial;
+    const hixl_peer_hooks_t *hooks[HIXL_PEER_MAX_HOOKS];
+    unsigned                 nhooks;
+    /* injected by ctrl/: AutoConnect, and why a connection ended */
+    hixl_status_t          (*connect)(hixl_engine_t *engine,
+                                      const char *remote);
+    const char            *(*ended_reason)(hixl_engine_t *engine,
+                                           const char *remote, int outgoing);
+} hixl_peer_table_t;
+
+/* Register hooks (engine set-up); called in registration order on ready
+ * and accepted, in reverse order on closing, closed and destroy. */
+void hixl_peer_hooks_add(hixl_engine_t *engine,
+                         const hixl_peer_hooks_t *hooks);
+
+/* New peer around a connected socket, in HANDSHAKE, listed and watched
+ * (engine->lock held); NULL with the caller's last error set, and the
+ * socket still the caller's. */
 hixl_peer_t *hixl_peer_create(hixl_engine_t *engine, int fd, int outgoing);
 
-/* Add to the engine's list and to its poll set (engine->lock held). */
-hixl_status_t hixl_peer_add(hixl_engine_t *engine, hixl_peer_t *peer);
+/* The handshake completed: run the ready hooks and go READY.  On a
+ * refusal the peer stays in HANDSHAKE and the status is returned. */
+hixl_status_t hixl_peer_set_ready(hixl_engine_t *engine, hixl_peer_t *peer);
+
+/* Listener side, once its acceptance is sent: run the accepted hooks. */
+hixl_status_t hixl_peer_accepted(hixl_engine_t *engine, hixl_peer_t *peer);
 
 void hixl_peer_retain(hixl_peer_t *peer);
 void hixl_peer_release(hixl_peer_t *peer);
 
-/* End the connection (engine->lock held): say BYE with the reason, close
- * the endpoint (its transfers in flight end FAILED), fail waiters, leave
- * the list.  Idempotent. */
+/* End the connection (engine->lock held): closing hooks, the control
+ * socket, the endpoint (its waiters end with UCS_ERR_CANCELED), the rkeys,
+ * closed hooks, out of the table.  Idempotent. */
 void hixl_peer_close(hixl_engine_t *engine, hixl_peer_t *peer,
                      hixl_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-
-/* Close peers whose UCX endpoint reported an error (engine->lock held). */
-void hixl_peer_reap_errors(hixl_engine_t *engine);
 
 /* The live peer called remote (canonical name or the spelling it was
  * connected with); outgoing: 1 only outgoing, 0 only accepted, -1 either
@@ -135,22 +141,34 @@ void hixl_peer_reap_errors(hixl_engine_t *engine);
 hixl_peer_t *hixl_peer_find(hixl_engine_t *engine, const char *remote,
                             int outgoing);
 
-/* Remote regions (engine->lock held).  add validates what the peer sent
- * and returns FAILED with a reason for a table the peer must be dropped
- * for; del moves the region to the dead list. */
-hixl_status_t hixl_peer_region_add(hixl_peer_t *peer, const ctrl_msg_t *msg,
-                                   uint32_t max_regions);
-hixl_status_t hixl_peer_region_del(hixl_peer_t *peer, uint64_t id,
-                                   uint64_t addr);
+/* The peer with this serial, or NULL (socket events). */
+hixl_peer_t *hixl_peer_by_serial(hixl_engine_t *engine, uint64_t serial);
 
-/* Destroy revoked rkeys once nothing is in flight to the peer. */
-void hixl_peer_reap_dead_regions(hixl_peer_t *peer);
+/* The READY peer a call names (engine->lock held): outgoing for transfers,
+ * either direction otherwise.  Connects first when AutoConnect is on and
+ * want_outgoing is set (the lock is released meanwhile).  NOT_CONNECTED
+ * with a message saying why when there is none. */
+hixl_status_t hixl_peer_lookup(hixl_engine_t *engine, const char *remote,
+                               int want_outgoing, hixl_peer_t **peer_p);
 
-/* Free every endpoint context (engine destroy, after the worker is gone). */
-void hixl_ep_ctx_cleanup(hixl_engine_t *engine);
+/* Periodic: close peers whose UCX endpoint reported an error, and issue
+ * the endpoint flushes their completions left due (engine->lock held). */
+void hixl_peers_reap_errors(hixl_engine_t *engine);
+void hixl_peers_flush_due(hixl_engine_t *engine);
 
-/* Create the UCX endpoint from the listener's worker address. */
-hixl_status_t hixl_peer_create_ep(hixl_engine_t *engine, hixl_peer_t *peer,
-                                  const ctrl_bytes_t *worker_addr);
+/* ---- core/endpoint.c ---- */
+
+/* Create the peer's UCX endpoint to the worker address the other side
+ * sent, in the error mode hixl.ErrorMode asks for, with its flush
+ * service. */
+hixl_status_t hixl_peer_ep_create(hixl_engine_t *engine, hixl_peer_t *peer,
+                                  const void *worker_addr, size_t len);
+
+/* Close it: waiters end with status, UCX force-closes it. */
+void hixl_peer_ep_close(hixl_engine_t *engine, hixl_peer_t *peer,
+                        ucs_status_t status);
+
+/* The error UCX reported on the peer's endpoint, or UCS_OK. */
+ucs_status_t hixl_peer_ep_error(const hixl_peer_t *peer);
 
 #endif

@@ -1,120 +1,172 @@
 /*
- * Progress: UCX worker progress plus the control sockets, driven either by
- * the engine's progress thread or, without one, from inside hixl calls.
- *
- * The thread polls while anything is in flight (engine->busy) and for
- * hixl.ProgressSpinUs after the last activity, then sleeps in epoll on the
- * control sockets and UCX's event fd (armed with ucp_worker_arm), so an idle
- * engine costs no CPU and a passive target still progresses incoming puts
- * on transports that need it (tcp).  Work posted while it sleeps wakes it
- * with ucp_worker_signal().
+ * Progress (see progress.h).
  */
 #include "config.h"
-#include "core/peer.h"
+#include "core/progress.h"
+#include "core/engine.h"
 #include "util/clock.h"
-#include "device/device.h"
-#include "core/ep_flush.h"
 #include "util/log.h"
 
 #include <errno.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <unistd.h>
 
 #define HIXL_POLL_BATCH      32
 #define HIXL_POLL_PERIOD     256   /* data-loop calls per socket look */
-#define HIXL_REAP_PERIOD_NS  100000000ull   /* handshake deadlines: 100 ms */
 
-static hixl_peer_t *hixl_peer_by_serial(hixl_engine_t *engine, uint64_t serial)
+/* ---- set-up ---------------------------------------------------------------- */
+
+hixl_status_t hixl_progress_init(hixl_engine_t *engine)
 {
-    hixl_peer_t *peer;
+    hixl_progress_t *p = &engine->progress;
+    struct epoll_event ev;
 
-    for (peer = engine->peers; peer != NULL; peer = peer->next) {
-        if (peer->serial == serial) {
-            return peer;
-        }
+    pthread_mutex_init(&p->poll_lock, NULL);
+    p->epfd       = epoll_create1(EPOLL_CLOEXEC);
+    p->worker_efd = -1;
+    if (p->epfd < 0) {
+        return hixl_error(HIXL_FAILED, "epoll_create1: %s", strerror(errno));
     }
-    return NULL;
+    if (ucp_worker_get_efd(engine->ucp_worker, &p->worker_efd) != UCS_OK) {
+        p->worker_efd = -1;   /* the progress thread will nap instead */
+        return HIXL_SUCCESS;
+    }
+    memset(&ev, 0, sizeof(ev));
+    ev.events   = EPOLLIN;
+    ev.data.u64 = HIXL_POLL_DATA(HIXL_POLL_WORKER, 0);
+    if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->worker_efd, &ev) != 0) {
+        return hixl_error(HIXL_FAILED, "epoll_ctl: %s", strerror(errno));
+    }
+    return HIXL_SUCCESS;
 }
 
-/* Drop accepted connections that never completed a handshake in time (a
- * port scanner, a stuck client) and connects that got no answer. */
-static void hixl_reap_handshakes(hixl_engine_t *engine, uint64_t now)
+void hixl_progress_cleanup(hixl_engine_t *engine)
 {
-    hixl_peer_t *peer, *next;
+    hixl_progress_t *p = &engine->progress;
 
-    for (peer = engine->peers; peer != NULL; peer = next) {
-        next = peer->next;
-        if ((peer->state == HIXL_PEER_HANDSHAKE) &&
-            (now > peer->handshake_deadline)) {
-            hixl_peer_close(engine, peer, HIXL_TIMEOUT, "no handshake within "
-                            "%d ms", engine->opts.connect_timeout_ms);
-        }
+    if (p->epfd >= 0) {
+        close(p->epfd);
+        p->epfd = -1;
+    }
+    pthread_mutex_destroy(&p->poll_lock);
+}
+
+void hixl_progress_add(hixl_engine_t *engine, hixl_progress_fn_t fn)
+{
+    hixl_progress_t *p = &engine->progress;
+
+    if (p->nfns < HIXL_PROGRESS_MAX_FNS) {
+        p->fns[p->nfns++] = fn;
     }
 }
+
+void hixl_progress_on_socket(hixl_engine_t *engine, hixl_poll_kind_t kind,
+                             hixl_poll_fn_t fn)
+{
+    engine->progress.poll_fns[kind] = fn;
+}
+
+void hixl_progress_periodic(hixl_engine_t *engine, hixl_periodic_fn_t fn)
+{
+    hixl_progress_t *p = &engine->progress;
+
+    if (p->nperiodic < HIXL_PROGRESS_MAX_FNS) {
+        p->periodic[p->nperiodic++] = fn;
+    }
+}
+
+hixl_status_t hixl_progress_watch(hixl_engine_t *engine, int fd,
+                                  hixl_poll_kind_t kind, uint64_t key)
+{
+    struct epoll_event ev;
+
+    memset(&ev, 0, sizeof(ev));
+    ev.events   = EPOLLIN;
+    ev.data.u64 = HIXL_POLL_DATA(kind, key);
+    if (epoll_ctl(engine->progress.epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        return hixl_error(HIXL_FAILED, "epoll_ctl: %s", strerror(errno));
+    }
+    return HIXL_SUCCESS;
+}
+
+/* ---- one pass ---------------------------------------------------------------- */
 
 static unsigned hixl_handle_events(hixl_engine_t *engine,
                                    const struct epoll_event *evs, int n)
 {
-    hixl_peer_t *peer;
+    hixl_progress_t *p = &engine->progress;
     unsigned kind;
     int i;
 
     pthread_mutex_lock(&engine->lock);
     for (i = 0; i < n; ++i) {
         kind = (unsigned)(evs[i].data.u64 >> 56);
-        if (kind == HIXL_POLL_LISTEN) {
-            hixl_accept(engine);
-        } else if (kind == HIXL_POLL_PEER) {
-            peer = hixl_peer_by_serial(engine, evs[i].data.u64 &
-                                               ((1ull << 56) - 1));
-            if (peer != NULL) {
-                hixl_ctrl_event(engine, peer, evs[i].events);
-            }
-        }
         /* HIXL_POLL_WORKER: UCX has events; ucp_worker_progress takes them */
+        if ((kind < HIXL_POLL_KINDS) && (kind != HIXL_POLL_WORKER) &&
+            (p->poll_fns[kind] != NULL)) {
+            p->poll_fns[kind](engine, evs[i].data.u64 & ((1ull << 56) - 1),
+                              evs[i].events);
+        }
     }
     pthread_mutex_unlock(&engine->lock);
     return (unsigned)n;
 }
 
-/* Control sockets and housekeeping; timeout_ms as for epoll_wait. */
+static void hixl_run_periodic(hixl_engine_t *engine, uint64_t now)
+{
+    hixl_progress_t *p = &engine->progress;
+    unsigned i;
+
+    pthread_mutex_lock(&engine->lock);
+    hixl_peers_reap_errors(engine);
+    for (i = 0; i < p->nperiodic; ++i) {
+        p->periodic[i](engine, now);
+    }
+    pthread_mutex_unlock(&engine->lock);
+}
+
+/* The sockets and periodic work; timeout_ms as for epoll_wait. */
 static unsigned hixl_poll_control(hixl_engine_t *engine, int timeout_ms)
 {
     struct epoll_event evs[HIXL_POLL_BATCH];
-    unsigned count = 0;
+    hixl_progress_t *p = &engine->progress;
+    unsigned count     = 0;
     uint64_t now;
     int n;
 
-    if (pthread_mutex_trylock(&engine->poll_lock) != 0) {
+    if (pthread_mutex_trylock(&p->poll_lock) != 0) {
         return 0;   /* another thread is at it */
     }
-    n = epoll_wait(engine->epfd, evs, HIXL_POLL_BATCH, timeout_ms);
+    n = epoll_wait(p->epfd, evs, HIXL_POLL_BATCH, timeout_ms);
     if (n > 0) {
         count = hixl_handle_events(engine, evs, n);
     }
     now = hixl_now_ns();
-    if ((now >= engine->next_reap_ns) ||
-        atomic_exchange(&engine->peer_errors, 0)) {
-        engine->next_reap_ns = now + HIXL_REAP_PERIOD_NS;
-        pthread_mutex_lock(&engine->lock);
-        hixl_peer_reap_errors(engine);
-        hixl_reap_handshakes(engine, now);
-        pthread_mutex_unlock(&engine->lock);
+    if ((now >= p->next_periodic_ns) || atomic_exchange(&p->urgent, 0)) {
+        p->next_periodic_ns = now + HIXL_PERIODIC_NS;
+        hixl_run_periodic(engine, now);
     }
-    pthread_mutex_unlock(&engine->poll_lock);
+    pthread_mutex_unlock(&p->poll_lock);
     return count;
 }
 
 /* weight: how much this call counts towards looking at the sockets. */
 static unsigned hixl_progress_weighted(hixl_engine_t *engine, unsigned weight)
 {
+    hixl_progress_t *p = &engine->progress;
     unsigned n = ucp_worker_progress(engine->ucp_worker);
+    unsigned i;
 
-    /* device copies and staging (a no-op while none is in flight) */
-    n += hixl_dev_progress(engine);
-    /* transfer flushes their groups' callbacks left due (flush_group.h) */
-    if (atomic_load(&engine->fg_wanted)) {
-        hixl_fg_progress(engine);
+    for (i = 0; i < p->nfns; ++i) {
+        n += p->fns[i](engine);
+    }
+    /* endpoint flushes their completions left due (ep_flush.h) */
+    if (atomic_load(&p->flush_wanted)) {
+        pthread_mutex_lock(&engine->lock);
+        atomic_store(&p->flush_wanted, 0);
+        hixl_peers_flush_due(engine);
+        pthread_mutex_unlock(&engine->lock);
         ++n;
     }
     /* Sockets carry only control traffic: a system call per progress call
@@ -123,10 +175,9 @@ static unsigned hixl_progress_weighted(hixl_engine_t *engine, unsigned weight)
      * loop (a ping-pong on shared memory measurably waits out the system
      * calls at 64), or once per 8 calls of a loop waiting for control
      * traffic itself. */
-    engine->poll_count += weight;
-    if ((engine->poll_count >= HIXL_POLL_PERIOD) ||
-        atomic_load(&engine->peer_errors)) {
-        engine->poll_count = 0;
+    p->poll_count += weight;
+    if ((p->poll_count >= HIXL_POLL_PERIOD) || atomic_load(&p->urgent)) {
+        p->poll_count = 0;
         n += hixl_poll_control(engine, 0);
     }
     return n;
@@ -144,47 +195,53 @@ unsigned hixl_progress_for_control(hixl_engine_t *engine)
 
 void hixl_progress_control(hixl_engine_t *engine)
 {
+    hixl_progress_t *p = &engine->progress;
+
     /* counts like hixl_progress: not a system call per transfer */
-    if (!engine->progress_running &&
-        (++engine->poll_count >= HIXL_POLL_PERIOD)) {
-        engine->poll_count = 0;
+    if (!p->running && (++p->poll_count >= HIXL_POLL_PERIOD)) {
+        p->poll_count = 0;
         hixl_poll_control(engine, 0);
     }
 }
 
-unsigned hixl_engine_progress(hixl_engine_t *engine)
-{
-    return (engine != NULL) ? hixl_progress(engine) : 0;
-}
-
 void hixl_progress_kick(hixl_engine_t *engine)
 {
-    if (engine->progress_running && atomic_load(&engine->progress_sleeping)) {
+    hixl_progress_t *p = &engine->progress;
+
+    if (p->running && atomic_load(&p->sleeping)) {
         ucp_worker_signal(engine->ucp_worker);
     }
 }
 
+void hixl_progress_urgent(hixl_engine_t *engine)
+{
+    atomic_store(&engine->progress.urgent, 1);
+    hixl_progress_kick(engine);
+}
+
+/* ---- the thread -------------------------------------------------------------- */
+
 static void *hixl_progress_main(void *arg)
 {
     hixl_engine_t *engine = arg;
+    hixl_progress_t *p    = &engine->progress;
     uint64_t spin_ns      = (uint64_t)engine->opts.progress_spin_us * 1000ull;
     uint64_t last_active  = hixl_now_ns();
     ucs_status_t ustatus;
-    unsigned n;
+    unsigned n = 0;
 
-    n = 0;
-    while (!atomic_load(&engine->progress_stop)) {
+    while (!atomic_load(&p->stop)) {
         /* busy: a data loop; idle: waiting, maybe for control traffic */
         n = hixl_progress_weighted(engine,
                                    (n == 0) ? HIXL_POLL_PERIOD / 8 : 1);
-        if ((n > 0) || (atomic_load(&engine->busy) > 0)) {
+        if ((n > 0) || (atomic_load(&p->busy) > 0)) {
             last_active = hixl_now_ns();
             continue;
         }
         if (hixl_now_ns() - last_active < spin_ns) {
             continue;
         }
-        if (engine->worker_efd >= 0) {
+        if (p->worker_efd >= 0) {
             ustatus = ucp_worker_arm(engine->ucp_worker);
             if (ustatus == UCS_ERR_BUSY) {
                 continue;   /* events arrived meanwhile: progress them */
@@ -192,12 +249,11 @@ static void *hixl_progress_main(void *arg)
         }
         /* Announce the sleep, then re-check: a poster either sees the flag
          * (and signals the worker) or its work is seen here. */
-        atomic_store(&engine->progress_sleeping, 1);
-        if ((atomic_load(&engine->busy) == 0) &&
-            !atomic_load(&engine->progress_stop)) {
-            hixl_poll_control(engine, (engine->worker_efd >= 0) ? 100 : 1);
+        atomic_store(&p->sleeping, 1);
+        if ((atomic_load(&p->busy) == 0) && !atomic_load(&p->stop)) {
+            hixl_poll_control(engine, (p->worker_efd >= 0) ? 100 : 1);
         }
-        atomic_store(&engine->progress_sleeping, 0);
+        atomic_store(&p->sleeping, 0);
         last_active = hixl_now_ns();
     }
     return NULL;
@@ -205,29 +261,33 @@ static void *hixl_progress_main(void *arg)
 
 hixl_status_t hixl_progress_start(hixl_engine_t *engine)
 {
+    hixl_progress_t *p = &engine->progress;
     int rc;
 
-    atomic_store(&engine->progress_stop, 0);
-    rc = pthread_create(&engine->progress_thread, NULL, hixl_progress_main,
-                        engine);
+    atomic_store(&p->stop, 0);
+    rc = pthread_create(&p->thread, NULL, hixl_progress_main, engine);
     if (rc != 0) {
         return hixl_error(HIXL_RESOURCE_EXHAUSTED, "cannot start the progress "
                           "thread: %s", strerror(rc));
     }
-    engine->progress_running = 1;
+    p->running = 1;
     return HIXL_SUCCESS;
 }
 
 void hixl_progress_stop(hixl_engine_t *engine)
 {
-    if (!engine->progress_running) {
+    hixl_progress_t *p = &engine->progress;
+
+    if (!p->running) {
         return;
     }
-    atomic_store(&engine->progress_stop, 1);
+    atomic_store(&p->stop, 1);
     ucp_worker_signal(engine->ucp_worker);
-    pthread_join(engine->progress_thread, NULL);
-    engine->progress_running = 0;
+    pthread_join(p->thread, NULL);
+    p->running = 0;
 }
+
+/* ---- waiting ------------------------------------------------------------------ */
 
 int hixl_engine_wait(hixl_engine_t *engine, uint64_t deadline_ns,
                      int (*pred)(void *arg), void *arg)
@@ -240,21 +300,32 @@ int hixl_engine_wait(hixl_engine_t *engine, uint64_t deadline_ns,
         if (now >= deadline_ns) {
             return 0;
         }
-        if (!engine->progress_running) {
+        if (!engine->progress.running) {
             pthread_mutex_unlock(&engine->lock);
             hixl_progress_for_control(engine);
             pthread_mutex_lock(&engine->lock);
             continue;
         }
         /* State changes broadcast engine->cond; the 1 ms slice bounds the
-         * wait for conditions nobody broadcasts (UCX request completion). */
+         * wait for conditions nobody broadcasts (UCX completions). */
         wake = now + 1000000ull;
         if (wake > deadline_ns) {
             wake = deadline_ns;
         }
-        ts.tv_sec  = (time_t)(wake / 1000000000ull);
-        ts.tv_nsec = (long)(wake % 1000000000ull);
+        hixl_timespec_at(&ts, wake);
         pthread_cond_timedwait(&engine->cond, &engine->lock, &ts);
     }
     return 1;
+}
+
+int hixl_engine_wait_busy(hixl_engine_t *engine, uint64_t deadline_ns,
+                          int (*pred)(void *arg), void *arg)
+{
+    int done;
+
+    atomic_fetch_add(&engine->progress.busy, 1);
+    hixl_progress_kick(engine);
+    done = hixl_engine_wait(engine, deadline_ns, pred, arg);
+    atomic_fetch_sub(&engine->progress.busy, 1);
+    return done;
 }

@@ -1,25 +1,34 @@
 /*
  * Transfer requests: a fixed pool allocated at initialization, so posting a
- * transfer allocates nothing, and handles that carry a generation, so a
- * released request's handle is refused.
+ * transfer allocates nothing; handles that carry a generation, so a
+ * released request's handle is refused; and the completion of a request,
+ * which every layer above drives by calling down into this file.
  *
  * A request counts its outstanding completions in `pending`: one held by the
- * poster until posting is done, one for the UCX flush that proves remote
- * completion, one for the device work of the transfer (device.h), one for
- * the NOTIFY_ACK of a per-transfer notify.  Whoever drops the last one
- * finishes it.  All but the notify's are also counted in `data_pending`,
- * whose last drop means every byte is at its destination: only then is
- * the notify sent.  The first failure wins `status` and writes `errmsg`.
+ * poster until posting is done, one for the endpoint flush that proves
+ * remote completion (its waiter, `flush`), one for the device work of the
+ * transfer (device/device.h), one for the answer to a per-transfer notify.
+ * Whoever drops the last one finishes it.  All but the notify's are also
+ * counted in `data_pending`, whose last drop means every byte is at its
+ * destination: only then does `after_data` run (it sends the notify).  The
+ * first failure wins `status` and writes `errmsg`.
+ *
+ * Completion runs in any thread, inside UCX callbacks too: nothing here
+ * takes engine->lock.
  */
-#ifndef HIXL_REQUEST_H_
-#define HIXL_REQUEST_H_
+#ifndef HIXL_CORE_REQUEST_H_
+#define HIXL_CORE_REQUEST_H_
+
+#include "core/ep_flush.h"
 
 #include <hixl/hixl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
-typedef struct hixl_peer hixl_peer_t;
+typedef struct hixl_engine  hixl_engine_t;
+typedef struct hixl_peer    hixl_peer_t;
+typedef struct hixl_request hixl_request_t;
 
 typedef enum hixl_req_state {
     HIXL_REQ_FREE,
@@ -28,30 +37,34 @@ typedef enum hixl_req_state {
     HIXL_REQ_ORPHAN    /* reported TIMEOUT; returns to the pool when done */
 } hixl_req_state_t;
 
-typedef struct hixl_request {
+struct hixl_request {
     atomic_uint          state;
     atomic_uint          pending;
     atomic_uint          data_pending; /* of pending: holds until the data
                                           is at its destination (poster,
                                           flush, device work) */
     atomic_int           status;
-    atomic_int           await_ack;    /* NOTIFY sent, ack not yet seen */
-    atomic_uint          flush_pending; /* (gen << 1) | 1 while our UCX
-                                           flush is out, else 0 (transfer.c) */
+    atomic_int           await_ack;    /* per-transfer notify sent, its
+                                          answer not yet seen */
     uint16_t             gen;
     uint32_t             index;
     uint64_t             handle;
     uint64_t             deadline_ns;
-    hixl_peer_t         *peer;         /* referenced while in the request */
+    uint64_t             user_data;    /* returned with its status */
+    hixl_engine_t       *engine;
+    hixl_peer_t         *peer;         /* referenced while in flight */
     hixl_transfer_op_t   op;
     size_t               num_descs;
     char                *notify_name;  /* per-transfer notify, or NULL */
     void                *notify_msg;
     size_t               notify_len;
+    /* runs once every byte landed, before the last pending drop (NULL:
+     * nothing to do): sends the per-transfer notify */
+    void               (*after_data)(hixl_request_t *req);
+    hixl_epf_waiter_t    flush;        /* in its endpoint's flush group */
     char                 errmsg[256];
-    struct hixl_request *next_free;
-    struct hixl_request *next_flush;   /* its flush group (flush_group.h) */
-} hixl_request_t;
+    hixl_request_t      *next_free;
+};
 
 /* Free slots: hixl_req_get takes them one caller at a time (under
  * engine->lock); hixl_req_put, from any thread (a status call, a UCX
@@ -59,25 +72,36 @@ typedef struct hixl_request {
  * the taker empties into `hot` in one exchange when `hot` runs dry.  Slots
  * never used yet (free_list) come only after both, so that a steady window
  * reuses the same few.  No lock on the hot path, and no ABA: only the taker
- * pops. */
+ * pops.  done_lock / done_cond wake callers sleeping on a request. */
 typedef struct hixl_req_pool {
     hixl_request_t           *reqs;
     uint32_t                  size;
+    uint16_t                  serial;     /* the engine's: tags handles */
     hixl_request_t           *hot;        /* returned, the taker's now */
     hixl_request_t           *free_list;  /* never used yet */
     _Atomic(hixl_request_t *) returned;
+    pthread_mutex_t           done_lock;
+    pthread_cond_t            done_cond;
+    atomic_uint               done_waiters;
 } hixl_req_pool_t;
 
-hixl_status_t hixl_req_pool_init(hixl_req_pool_t *pool, uint32_t size);
+hixl_status_t hixl_req_pool_init(hixl_req_pool_t *pool, uint32_t size,
+                                 uint16_t serial);
+
+/* Finalize: drop what requests never reported still hold (their peers),
+ * then free the pool. */
 void hixl_req_pool_cleanup(hixl_req_pool_t *pool);
 
 /* A fresh ACTIVE request holding pending = data_pending = 2 (its poster
  * and its flush), or NULL when all are in use (engine->lock held: the one
  * taker). */
-hixl_request_t *hixl_req_get(hixl_req_pool_t *pool, uint16_t serial);
+hixl_request_t *hixl_req_get(hixl_req_pool_t *pool, hixl_engine_t *engine);
 
-/* Back to the pool (drops nothing else: see hixl_xfer_release). */
+/* Back to the pool (drops nothing else; any thread). */
 void hixl_req_put(hixl_req_pool_t *pool, hixl_request_t *req);
+
+/* Give back a request that was never posted (nothing holds it). */
+void hixl_req_discard(hixl_request_t *req);
 
 /* Whether hixl_req_get would return a request (its caller, the one taker,
  * may rely on the answer until it takes: the others only return). */
@@ -89,36 +113,45 @@ static inline int hixl_req_available(hixl_req_pool_t *pool)
 }
 
 /* The request a handle names, if it is still ACTIVE or DONE. */
-hixl_request_t *hixl_req_lookup(hixl_req_pool_t *pool, uint16_t serial,
-                                uint64_t handle);
+hixl_request_t *hixl_req_lookup(hixl_req_pool_t *pool, uint64_t handle);
+
+/* Call fn for every request in flight to peer (engine->lock held). */
+void hixl_req_for_each(hixl_req_pool_t *pool, hixl_peer_t *peer,
+                       void (*fn)(hixl_request_t *req, void *arg), void *arg);
 
 /* Record a failure; the first one wins. */
 void hixl_req_fail(hixl_request_t *req, hixl_status_t status,
                    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* ---- transfer.c: completion logic shared with control handling ---- */
-typedef struct hixl_engine hixl_engine_t;
+/* The request goes in flight after its post: it takes its peer reference
+ * and its place in the in-flight counts (engine->lock held). */
+void hixl_req_inflight(hixl_request_t *req);
 
 /* Drop one pending completion; the last one finishes the request. */
-void hixl_xfer_complete_one(hixl_engine_t *engine, hixl_request_t *req);
+void hixl_req_complete_one(hixl_request_t *req);
 
 /* Drop one data-pending (and pending) count; the last data-pending one
- * sends the per-transfer notify, if any, now that every byte landed. */
-void hixl_xfer_data_done(hixl_engine_t *engine, hixl_request_t *req);
+ * runs req->after_data, now that every byte landed. */
+void hixl_req_data_done(hixl_request_t *req);
 
-/* NOTIFY_ACK for a per-transfer notify (engine->lock held). */
-void hixl_xfer_notify_acked(hixl_engine_t *engine, uint64_t seq,
-                            hixl_status_t status);
+/* The flush waiter's callback: a flush covering req ended with ustatus
+ * (the flush's hold is dropped). */
+void hixl_req_flushed(hixl_epf_waiter_t *waiter, ucs_status_t ustatus);
 
-/* The peer is gone: fail requests still waiting for its NOTIFY_ACK. */
-void hixl_xfer_peer_closed(hixl_engine_t *engine, hixl_peer_t *peer);
+/* Report a finished request (COMPLETED or FAILED, the reason into the
+ * caller's last error) and release it; returns its status. */
+hixl_status_t hixl_req_report(hixl_request_t *req,
+                              hixl_transfer_status_t *status_p);
 
-/* Finalize, after the worker is gone: free the flush tokens. */
-/* Finalize: drop what requests never reported still hold (their peers). */
-void hixl_xfer_abandon_all(hixl_engine_t *engine);
+/* If req is past its deadline, orphan it (its completion releases it
+ * later) and record TIMEOUT as the caller's last error.  1 when it did. */
+int hixl_req_expire(hixl_request_t *req, uint64_t now);
 
-/* Sequence numbers of per-transfer notifies carry this bit and the request
- * handle, so the ack finds its request without a lookup table. */
-#define HIXL_SEQ_XFER (1ull << 63)
+/* Sleep until a completion is signalled or deadline_ns passes (the
+ * progress thread completes requests meanwhile). */
+void hixl_req_sleep(hixl_req_pool_t *pool, hixl_request_t *req,
+                    uint64_t deadline_ns);
+
+const char *hixl_req_op_name(hixl_transfer_op_t op);
 
 #endif

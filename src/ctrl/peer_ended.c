@@ -4,12 +4,12 @@
 #include "config.h"
 #include "ctrl/peer_ended.h"
 
+#include "core/peer.h"
+#include "util/engine_name.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "util/engine_name.h"
-#include "core/peer.h"
 
 struct hixl_ended {
     struct hixl_ended *next;          /* newest first */
@@ -31,7 +31,7 @@ static int hixl_ended_match(const hixl_ended_t *e, const char *remote,
 
 /* The newest entry for remote: by the spelling the call used, else by its
  * canonical form; *prev_p gets the link that points at it. */
-static hixl_ended_t *hixl_ended_find(hixl_engine_t *engine, const char *remote,
+static hixl_ended_t *hixl_ended_find(hixl_ended_list_t *list, const char *remote,
                                      int outgoing, int owed_only,
                                      hixl_ended_t ***prev_p)
 {
@@ -41,7 +41,7 @@ static hixl_ended_t *hixl_ended_find(hixl_engine_t *engine, const char *remote,
     int pass;
 
     hixl_name_for_each_spelling(name, remote, &canon, pass) {
-        for (pp = &engine->ended; *pp != NULL; pp = &(*pp)->next) {
+        for (pp = &list->head; *pp != NULL; pp = &(*pp)->next) {
             if ((!owed_only || (*pp)->owed) &&
                 hixl_ended_match(*pp, name, outgoing)) {
                 if (prev_p != NULL) {
@@ -56,14 +56,14 @@ static hixl_ended_t *hixl_ended_find(hixl_engine_t *engine, const char *remote,
 
 /* Past the bound: drop the oldest entry nothing is owed for, else the
  * oldest of all. */
-static void hixl_ended_trim(hixl_engine_t *engine)
+static void hixl_ended_trim(hixl_ended_list_t *list)
 {
     hixl_ended_t **pp, **victim = NULL, **oldest = NULL;
 
-    if (engine->ended_count <= HIXL_ENDED_MAX) {
+    if (list->count <= HIXL_ENDED_MAX) {
         return;
     }
-    for (pp = &engine->ended; *pp != NULL; pp = &(*pp)->next) {
+    for (pp = &list->head; *pp != NULL; pp = &(*pp)->next) {
         oldest = pp;
         if (!(*pp)->owed) {
             victim = pp;
@@ -77,11 +77,11 @@ static void hixl_ended_trim(hixl_engine_t *engine)
 
         *victim = e->next;
         free(e);
-        --engine->ended_count;
+        --list->count;
     }
 }
 
-void hixl_ended_record(hixl_engine_t *engine, const hixl_peer_t *peer,
+void hixl_ended_record(hixl_ended_list_t *list, const hixl_peer_t *peer,
                        int owed)
 {
     hixl_ended_t *e;
@@ -89,7 +89,7 @@ void hixl_ended_record(hixl_engine_t *engine, const hixl_peer_t *peer,
     if (peer->name[0] == '\0') {
         return;   /* ended in its handshake: nobody can ask for it by name */
     }
-    hixl_ended_forget(engine, peer->name, peer->outgoing);
+    hixl_ended_forget(list, peer->name, peer->outgoing);
     e = calloc(1, sizeof(*e));
     if (e == NULL) {
         return;   /* only a poorer message later, or NOT_CONNECTED */
@@ -99,29 +99,29 @@ void hixl_ended_record(hixl_engine_t *engine, const hixl_peer_t *peer,
     snprintf(e->reason, sizeof(e->reason), "%s", peer->close_reason);
     e->outgoing = peer->outgoing;
     e->owed     = owed;
-    e->next     = engine->ended;
-    engine->ended = e;
-    ++engine->ended_count;
-    hixl_ended_trim(engine);
+    e->next     = list->head;
+    list->head = e;
+    ++list->count;
+    hixl_ended_trim(list);
 }
 
-const char *hixl_ended_reason(hixl_engine_t *engine, const char *remote,
+const char *hixl_ended_reason(hixl_ended_list_t *list, const char *remote,
                               int outgoing)
 {
-    hixl_ended_t *e = hixl_ended_find(engine, remote, outgoing, 0, NULL);
+    hixl_ended_t *e = hixl_ended_find(list, remote, outgoing, 0, NULL);
 
     return (e != NULL) ? e->reason : NULL;
 }
 
-int hixl_ended_acknowledge(hixl_engine_t *engine, const char *remote,
+int hixl_ended_acknowledge(hixl_ended_list_t *list, const char *remote,
                            char *reason, size_t reason_len)
 {
     hixl_ended_t *e;
 
     /* an outgoing connection first, as hixl_peer_find prefers it */
-    e = hixl_ended_find(engine, remote, 1, 1, NULL);
+    e = hixl_ended_find(list, remote, 1, 1, NULL);
     if (e == NULL) {
-        e = hixl_ended_find(engine, remote, 0, 1, NULL);
+        e = hixl_ended_find(list, remote, 0, 1, NULL);
     }
     if (e == NULL) {
         return 0;
@@ -131,25 +131,25 @@ int hixl_ended_acknowledge(hixl_engine_t *engine, const char *remote,
     return 1;
 }
 
-void hixl_ended_forget(hixl_engine_t *engine, const char *name, int outgoing)
+void hixl_ended_forget(hixl_ended_list_t *list, const char *name, int outgoing)
 {
     hixl_ended_t **pp, *e;
 
-    while (hixl_ended_find(engine, name, outgoing, 0, &pp) != NULL) {
+    while (hixl_ended_find(list, name, outgoing, 0, &pp) != NULL) {
         e   = *pp;
         *pp = e->next;
         free(e);
-        --engine->ended_count;
+        --list->count;
     }
 }
 
-void hixl_ended_cleanup(hixl_engine_t *engine)
+void hixl_ended_cleanup(hixl_ended_list_t *list)
 {
     hixl_ended_t *e;
 
-    while ((e = engine->ended) != NULL) {
-        engine->ended = e->next;
+    while ((e = list->head) != NULL) {
+        list->head = e->next;
         free(e);
     }
-    engine->ended_count = 0;
+    list->count = 0;
 }

@@ -11,35 +11,45 @@
  * second would get NOT_CONNECTED for doing the right thing.
  *
  * The record is bounded (HIXL_ENDED_MAX); past it the oldest acknowledged
- * entries go first.  All calls with engine->lock held.
+ * entries go first.  All calls with engine->lock held (the list is the
+ * ctrl layer's, struct hixl_ctrl).
  */
 #ifndef HIXL_PEER_ENDED_H_
 #define HIXL_PEER_ENDED_H_
 
-#include "core/engine.h"
+#include "core/peer.h"
+
+#include <stddef.h>
 
 #define HIXL_ENDED_MAX 256
 
+typedef struct hixl_ended hixl_ended_t;
+
+typedef struct hixl_ended_list {
+    hixl_ended_t *head;      /* newest first */
+    unsigned      count;
+} hixl_ended_list_t;
+
 /* Remember why peer ended (from hixl_peer_close).  owed: the application
  * saw the connection up and did not end it itself. */
-void hixl_ended_record(hixl_engine_t *engine, const hixl_peer_t *peer,
+void hixl_ended_record(hixl_ended_list_t *list, const hixl_peer_t *peer,
                        int owed);
 
 /* The reason the newest connection called remote ended (outgoing: 1 only
  * outgoing ones, -1 either), or NULL when none is remembered. */
-const char *hixl_ended_reason(hixl_engine_t *engine, const char *remote,
+const char *hixl_ended_reason(hixl_ended_list_t *list, const char *remote,
                               int outgoing);
 
 /* hixl_disconnect() of a connection that already ended: 1 if one owed to
  * the application was found (it is then acknowledged; its reason is copied
  * into reason), else 0. */
-int hixl_ended_acknowledge(hixl_engine_t *engine, const char *remote,
+int hixl_ended_acknowledge(hixl_ended_list_t *list, const char *remote,
                            char *reason, size_t reason_len);
 
 /* A new connection to name came up: what is remembered of older ones in
  * the same direction is no longer news. */
-void hixl_ended_forget(hixl_engine_t *engine, const char *name, int outgoing);
+void hixl_ended_forget(hixl_ended_list_t *list, const char *name, int outgoing);
 
-void hixl_ended_cleanup(hixl_engine_t *engine);
+void hixl_ended_cleanup(hixl_ended_list_t *list);
 
 #endif

@@ -5,7 +5,7 @@
  */
 #include "config.h"
 #include "device/device.h"
-#include "core/peer.h"
+#include "core/engine.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -76,7 +76,9 @@ hixl_status_t hixl_dev_init(hixl_engine_t *engine)
     atomic_init(&dev->units_live, 0);
     atomic_init(&dev->barriers_live, 0);
     atomic_init(&dev->seq, 0);
-    engine->dev = dev;
+    engine->dev      = dev;
+    engine->rdev_put = hixl_dev_rdev_put;
+    hixl_progress_add(engine, hixl_dev_progress);
     if (strcmp(engine->opts.plugins, "none")) {
         hixl_plugins_scan(engine->opts.plugin_dir);
         hixl_dev_open_plugins(engine, dev);
@@ -160,7 +162,7 @@ static void hixl_dev_unit_finish(hixl_engine_t *engine, hixl_dev_unit_t *unit)
         hixl_stage_job_free(unit->job);
     }
     atomic_fetch_sub(&engine->dev->units_live, 1);
-    hixl_xfer_data_done(engine, unit->req);
+    hixl_req_data_done(unit->req);
     hixl_peer_release(unit->peer);
     free(unit);
 }
@@ -208,7 +210,7 @@ void hixl_dev_barrier(hixl_engine_t *engine, hixl_peer_t *peer, uint64_t seq,
     b->seq  = seq;
     b->fn   = fn;
     b->arg  = arg;
-    atomic_fetch_add(&engine->busy, 1);
+    atomic_fetch_add(&engine->progress.busy, 1);
     pthread_mutex_lock(&dev->barrier_lock);
     b->next       = dev->barriers;
     dev->barriers = b;
@@ -261,7 +263,7 @@ static unsigned hixl_dev_barriers_fire(hixl_engine_t *engine,
     for (; b != NULL; b = next) {
         next = b->next;   /* b lives in what fn frees */
         b->fn(b->arg);
-        atomic_fetch_sub(&engine->busy, 1);
+        atomic_fetch_sub(&engine->progress.busy, 1);
         ++n;
     }
     return n;

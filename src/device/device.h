@@ -33,17 +33,13 @@
 #ifndef HIXL_DEVICE_H_
 #define HIXL_DEVICE_H_
 
+#include "core/engine.h"
 #include "device/dev_key.h"
-#include "core/mem_table.h"
 #include "device/plugin.h"
-#include "core/request.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <ucp/api/ucp.h>
-
-typedef struct hixl_peer    hixl_peer_t;
-typedef struct hixl_rregion hixl_rregion_t;
 
 /* An engine's instance of a loaded plugin. */
 typedef struct hixl_dev_plugin {
@@ -182,12 +178,12 @@ hixl_status_t hixl_dev_route(hixl_engine_t *engine, hixl_peer_t *peer,
                              size_t i, const hixl_transfer_op_desc_t *d,
                              hixl_region_t *lr, hixl_rregion_t *rr,
                              hixl_path_t *path_p);
-/* Post descriptor i if its path is a device path (engine->lock held):
- * 1 taken, 0 the caller posts it with UCX, -1 failed (req failed). */
+/* Post descriptor i on the device path hixl_dev_route chose (IPC or
+ * STAGE; engine->lock held): 1 posted, -1 failed (req failed). */
 int hixl_dev_post(hixl_engine_t *engine, hixl_peer_t *peer,
                   hixl_request_t *req, hixl_dev_unit_t **unit_p, size_t i,
                   const hixl_transfer_op_desc_t *d, hixl_region_t *lr,
-                  hixl_rregion_t *rr);
+                  hixl_rregion_t *rr, hixl_path_t path);
 /* After the last descriptor: mark the queued copies, queue staging. */
 void hixl_dev_submit(hixl_engine_t *engine, hixl_dev_unit_t *unit);
 

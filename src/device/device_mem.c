@@ -5,7 +5,7 @@
  */
 #include "config.h"
 #include "device/device.h"
-#include "core/peer.h"
+#include "core/engine.h"
 #include "util/log.h"
 
 #include <inttypes.h>

@@ -7,7 +7,7 @@
  */
 #include "config.h"
 #include "device/device.h"
-#include "core/peer.h"
+#include "core/engine.h"
 #include "util/log.h"
 
 #include <inttypes.h>
@@ -233,21 +233,11 @@ static int hixl_dev_post_ipc(hixl_dev_unit_t *unit, size_t i,
 int hixl_dev_post(hixl_engine_t *engine, hixl_peer_t *peer,
                   hixl_request_t *req, hixl_dev_unit_t **unit_p, size_t i,
                   const hixl_transfer_op_desc_t *d, hixl_region_t *lr,
-                  hixl_rregion_t *rr)
+                  hixl_rregion_t *rr, hixl_path_t path)
 {
     hixl_dev_unit_t *unit;
-    hixl_path_t path;
     int rc;
 
-    if (hixl_dev_route(engine, peer, i, d, lr, rr, &path) != HIXL_SUCCESS) {
-        /* validated before posting: only a peer that changed since can
-         * get here */
-        hixl_req_fail(req, HIXL_UNSUPPORTED, "%s", hixl_error_message());
-        return -1;
-    }
-    if (path == HIXL_PATH_UCX) {
-        return 0;
-    }
     pthread_mutex_lock(&engine->dev->lock);
     unit = *unit_p;
     if (unit == NULL) {

@@ -24,10 +24,11 @@
  */
 #include "config.h"
 #include "device/device.h"
-#include "core/peer.h"
+#include "core/engine.h"
 #include "util/log.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -41,17 +42,6 @@ typedef enum hixl_stage_state {
     HIXL_STAGE_LOST     /* its peer closed with a UCX operation on it in
                            flight: unused until UCX gives it back */
 } hixl_stage_state_t;
-
-/* A job's final flush, apart from the job: UCX 1.13 may call back a
- * force-closed endpoint's flush only when the worker is destroyed, after
- * the job is gone.  Whoever of the callback and the abandoning job comes
- * second frees it. */
-typedef struct hixl_stage_flush {
-    atomic_int state;    /* HIXL_FLUSH_* */
-    atomic_int status;
-} hixl_stage_flush_t;
-
-enum { HIXL_FLUSH_PENDING, HIXL_FLUSH_DONE, HIXL_FLUSH_ABANDONED };
 
 typedef struct hixl_stage_buf {
     struct hixl_stage_buf *next_free;
@@ -101,7 +91,9 @@ struct hixl_stage_job {
     int                queued;     /* in the pool's queue */
     int                failed;
     int                flush;      /* 0 not posted, 1 in flight, 2 done */
-    hixl_stage_flush_t *fl;        /* while in flight */
+    hixl_epf_waiter_t  fw;         /* its final flush (WRITE) */
+    atomic_int         fl_done;
+    atomic_int         fl_status;
     int                done;
 };
 
@@ -263,11 +255,8 @@ void hixl_stage_queue(hixl_engine_t *engine, hixl_stage_job_t *job)
 
 void hixl_stage_job_free(hixl_stage_job_t *job)
 {
-    if ((job->fl != NULL) &&
-        (atomic_exchange(&job->fl->state, HIXL_FLUSH_ABANDONED) ==
-         HIXL_FLUSH_DONE)) {
-        free(job->fl);   /* else its late callback frees it */
-    }
+    /* a final flush still queued was settled when its peer closed, which
+     * comes before any job is freed */
     free(job->descs);
     free(job);
 }
@@ -324,16 +313,16 @@ static void hixl_stage_ucx_cb(void *request, ucs_status_t ustatus,
     ucp_request_free(request);
 }
 
-static void hixl_stage_flush_cb(void *request, ucs_status_t ustatus,
-                                void *user_data)
+/* The job's final flush completed (or its endpoint closed: the flush
+ * service calls back before the close returns, so the job is still
+ * there). */
+static void hixl_stage_flushed(hixl_epf_waiter_t *w, ucs_status_t ustatus)
 {
-    hixl_stage_flush_t *fl = user_data;
+    hixl_stage_job_t *job = (hixl_stage_job_t*)((char*)w -
+                                                offsetof(hixl_stage_job_t, fw));
 
-    atomic_store(&fl->status, (int)ustatus);
-    if (atomic_exchange(&fl->state, HIXL_FLUSH_DONE) == HIXL_FLUSH_ABANDONED) {
-        free(fl);
-    }
-    ucp_request_free(request);
+    atomic_store(&job->fl_status, (int)ustatus);
+    atomic_store(&job->fl_done, 1);
 }
 
 static void hixl_stage_buf_free(hixl_stage_t *st, hixl_stage_buf_t *buf)
@@ -551,8 +540,7 @@ unsigned hixl_stage_progress(hixl_engine_t *engine)
 
 int hixl_stage_job_poll(hixl_engine_t *engine, hixl_stage_job_t *job)
 {
-    ucp_request_param_t param;
-    ucs_status_ptr_t sp;
+    ucs_status_t ustatus;
 
     if (job->done) {
         return 1;
@@ -569,50 +557,20 @@ int hixl_stage_job_poll(hixl_engine_t *engine, hixl_stage_job_t *job)
             job->done = 1;
             return 1;
         }
-        job->fl = calloc(1, sizeof(*job->fl));
-        if (job->fl == NULL) {
-            hixl_stage_fail(job, HIXL_RESOURCE_EXHAUSTED, "flush",
-                            "out of memory");
-            job->done = 1;
-            return 1;
-        }
-        atomic_init(&job->fl->state, HIXL_FLUSH_PENDING);
-        atomic_init(&job->fl->status, UCS_OK);
-        memset(&param, 0, sizeof(param));
-        param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                             UCP_OP_ATTR_FIELD_USER_DATA;
-        param.cb.send      = hixl_stage_flush_cb;
-        param.user_data    = job->fl;
-        job->flush         = 1;
-        sp = ucp_ep_flush_nbx(job->unit->peer->ep, &param);
-        if (!UCS_PTR_IS_PTR(sp)) {
-            if (sp != NULL) {
-                hixl_stage_fail(job, HIXL_FAILED, "ucp_ep_flush_nbx",
-                                ucs_status_string(UCS_PTR_STATUS(sp)));
-            }
-            free(job->fl);
-            job->fl    = NULL;
-            job->flush = 2;
-        }
+        job->fw.cb = hixl_stage_flushed;
+        atomic_store(&job->fl_done, 0);
+        job->flush = 1;
+        hixl_epf_add(job->unit->peer->epf, &job->fw, 0);
     }
     if (job->flush == 1) {
-        if (atomic_load(&job->fl->state) == HIXL_FLUSH_PENDING) {
-            if (job->unit->peer->state != HIXL_PEER_CLOSED) {
-                return 0;
-            }
-            hixl_stage_peer_ok(job);   /* records the failure */
-            if (atomic_exchange(&job->fl->state, HIXL_FLUSH_ABANDONED) ==
-                HIXL_FLUSH_DONE) {
-                free(job->fl);
-            }
-        } else {
-            if (atomic_load(&job->fl->status) != UCS_OK) {
-                hixl_stage_fail(job, HIXL_FAILED, "flush", ucs_status_string(
-                                (ucs_status_t)atomic_load(&job->fl->status)));
-            }
-            free(job->fl);
+        if (!atomic_load(&job->fl_done)) {
+            return 0;
         }
-        job->fl    = NULL;
+        ustatus = (ucs_status_t)atomic_load(&job->fl_status);
+        if (ustatus != UCS_OK) {
+            hixl_stage_fail(job, HIXL_FAILED, "flush",
+                            ucs_status_string(ustatus));
+        }
         job->flush = 2;
     }
     job->done = 1;

@@ -17,9 +17,10 @@
  * running this library stops at once when it is told.)
  */
 #include "config.h"
-#include "core/peer.h"
-#include "util/clock.h"
+#include "ops/memory.h"
+#include "ctrl/dispatch.h"
 #include "device/device.h"
+#include "util/clock.h"
 #include "util/handle.h"
 #include "util/log.h"
 
@@ -43,10 +44,12 @@ static hixl_status_t hixl_mem_send_add(hixl_peer_t *peer,
         msg.u.mem_add.dev_key = ctrl_bytes(region->dev->key,
                                            region->dev->key_len);
     }
-    return ctrl_conn_send(&peer->conn, &msg);
+    return hixl_ctrl_send(peer, &msg);
 }
 
-hixl_status_t hixl_mem_announce(hixl_engine_t *engine, hixl_peer_t *peer)
+/* Accepted hook: send every local region to a new connector. */
+static hixl_status_t hixl_mem_announce(hixl_engine_t *engine,
+                                       hixl_peer_t *peer)
 {
     hixl_status_t status;
     size_t i;
@@ -158,7 +161,7 @@ static hixl_status_t hixl_region_add(hixl_engine_t *engine,
     }
     /* Tell connected peers now; one that transfers into the region before
      * this arrives asks for it (SYNC) instead of refusing. */
-    for (peer = engine->peers; peer != NULL; peer = peer->next) {
+    for (peer = engine->peers.head; peer != NULL; peer = peer->next) {
         if (!peer->outgoing && (peer->state == HIXL_PEER_READY)) {
             hixl_mem_send_add(peer, region);
         }
@@ -317,7 +320,7 @@ static int hixl_revoke_done(void *arg)
     hixl_revoke_wait_t *w = arg;
     hixl_peer_t *peer;
 
-    for (peer = w->engine->peers; peer != NULL; peer = peer->next) {
+    for (peer = w->engine->peers.head; peer != NULL; peer = peer->next) {
         if (!peer->outgoing && (peer->state == HIXL_PEER_READY) &&
             (peer->sync_acked < w->token)) {
             return 0;
@@ -342,13 +345,13 @@ static unsigned hixl_revoke(hixl_engine_t *engine, hixl_region_t *region)
     memset(&sync, 0, sizeof(sync));
     sync.type           = CTRL_SYNC;
     sync.u.sync.token   = wait.token;
-    for (peer = engine->peers; peer != NULL; peer = next) {
+    for (peer = engine->peers.head; peer != NULL; peer = next) {
         next = peer->next;
         if (peer->outgoing || (peer->state != HIXL_PEER_READY)) {
             continue;
         }
-        if ((ctrl_conn_send(&peer->conn, &del) != HIXL_SUCCESS) ||
-            (ctrl_conn_send(&peer->conn, &sync) != HIXL_SUCCESS)) {
+        if ((hixl_ctrl_send(peer, &del) != HIXL_SUCCESS) ||
+            (hixl_ctrl_send(peer, &sync) != HIXL_SUCCESS)) {
             hixl_peer_close(engine, peer, HIXL_FAILED, "cannot revoke a "
                             "region: %s", hixl_error_message());
         }
@@ -358,7 +361,7 @@ static unsigned hixl_revoke(hixl_engine_t *engine, hixl_region_t *region)
             engine->opts.connect_timeout_ms), hixl_revoke_done, &wait)) {
         return 0;
     }
-    for (peer = engine->peers; peer != NULL; peer = next) {
+    for (peer = engine->peers.head; peer != NULL; peer = next) {
         next = peer->next;
         if (!peer->outgoing && (peer->state == HIXL_PEER_READY) &&
             (peer->sync_acked < wait.token)) {
@@ -428,16 +431,243 @@ hixl_status_t hixl_deregister_mem(hixl_engine_t *engine,
     return HIXL_SUCCESS;
 }
 
-void hixl_mem_cleanup(hixl_engine_t *engine)
+void hixl_memory_cleanup(hixl_engine_t *engine)
 {
     hixl_region_t *region;
     size_t i;
 
     for (i = 0; i < engine->mem.nslots; ++i) {
-        region = engine->mem.slots[i];
+        region = engine->mem.slots[i].region;
         if (region != NULL) {
             hixl_region_free(engine, region);
         }
     }
     hixl_mem_table_cleanup(&engine->mem);
+}
+
+/* ---- the peer's side: its regions in our table ---------------------------- */
+
+/* MEM_ADD: a region the listener registered (and its composite key). */
+static int hixl_on_mem_add(hixl_engine_t *engine, hixl_peer_t *peer,
+                           const ctrl_msg_t *msg)
+{
+    uint64_t addr = msg->u.mem_add.addr, len = msg->u.mem_add.len;
+    hixl_rregion_t *rr;
+    hixl_status_t status = HIXL_FAILED;
+    ucs_status_t ustatus;
+
+    if (peer->ep == NULL) {
+        return hixl_ctrl_protocol_error(engine, peer, msg, "before the "
+                                        "handshake answer");
+    }
+    if ((len == 0) || (addr + len < addr)) {
+        hixl_error(HIXL_FAILED, "of a bad range [0x%" PRIx64 ", +%" PRIu64
+                   ")", addr, len);
+        goto refuse;
+    }
+    if ((msg->u.mem_add.mem_type != HIXL_MEM_HOST) &&
+        (msg->u.mem_add.mem_type != HIXL_MEM_DEVICE)) {
+        hixl_error(HIXL_FAILED, "of memory type %u", msg->u.mem_add.mem_type);
+        goto refuse;
+    }
+    /* a composite key: the UCX part (host memory always, device memory
+     * when NIC-registered) and the device part (device memory) */
+    if ((msg->u.mem_add.rkey.len == 0) &&
+        ((msg->u.mem_add.mem_type == HIXL_MEM_HOST) ||
+         (msg->u.mem_add.dev_key.len == 0))) {
+        hixl_error(HIXL_FAILED, "of [0x%" PRIx64 ", +%" PRIu64 ") without a "
+                   "remote key", addr, len);
+        goto refuse;
+    }
+    rr = calloc(1, sizeof(*rr));
+    if (rr == NULL) {
+        hixl_error(HIXL_FAILED, "out of memory for a remote region");
+        goto refuse;
+    }
+    rr->range.addr = addr;
+    rr->range.len  = len;
+    rr->id         = msg->u.mem_add.id;
+    rr->mem_type   = msg->u.mem_add.mem_type;
+    if (msg->u.mem_add.rkey.len != 0) {
+        ustatus = ucp_ep_rkey_unpack(peer->ep, msg->u.mem_add.rkey.ptr,
+                                     &rr->rkey);
+        if (ustatus != UCS_OK) {
+            rr->rkey = NULL;
+            hixl_error(HIXL_FAILED, "cannot unpack the remote key of region "
+                       "[0x%" PRIx64 ", +%" PRIu64 "): %s", addr, len,
+                       ucs_status_string(ustatus));
+            goto free;
+        }
+    }
+    if (rr->mem_type == HIXL_MEM_DEVICE) {
+        status = hixl_dev_rregion_create(engine, rr,
+                                         msg->u.mem_add.dev_key.ptr,
+                                         msg->u.mem_add.dev_key.len);
+        if (status != HIXL_SUCCESS) {
+            goto free;
+        }
+    }
+    status = hixl_rtable_insert(&peer->rtab, rr,
+                                engine->opts.max_remote_regions);
+    if (status == HIXL_SUCCESS) {
+        return 0;
+    }
+free:
+    hixl_rregion_free(engine, rr);   /* keeps the message */
+refuse:
+    return hixl_ctrl_protocol_error(engine, peer, msg, hixl_error_message());
+}
+
+/* MEM_DEL: the listener revokes a region. */
+static int hixl_on_mem_del(hixl_engine_t *engine, hixl_peer_t *peer,
+                           const ctrl_msg_t *msg)
+{
+    if (hixl_rtable_revoke(engine, &peer->rtab, msg->u.mem_del.id,
+                           msg->u.mem_del.addr) != HIXL_SUCCESS) {
+        return hixl_ctrl_protocol_error(engine, peer, msg,
+                                        hixl_error_message());
+    }
+    if (atomic_load(&peer->inflight) == 0) {
+        hixl_rtable_reap(engine, &peer->rtab);
+    }
+    return 0;
+}
+
+/* ---- SYNC: the barrier behind refreshes and revocations -------------------- */
+
+/* A SYNC from the other side asks us to finish everything we posted to it
+ * before answering (the revoke barrier of a deregistration): the endpoint
+ * flush, then the device copies posted to it (which also closes imports
+ * of regions it revoked: device/device.h). */
+typedef struct hixl_sync_reply {
+    hixl_epf_waiter_t  fw;       /* first: the flush service's record */
+    hixl_engine_t     *engine;
+    hixl_peer_t       *peer;
+    uint64_t           token;
+    uint64_t           dev_seq;
+    hixl_dev_barrier_t barrier;
+} hixl_sync_reply_t;
+
+static void hixl_send_sync_ack(hixl_peer_t *peer, uint64_t token)
+{
+    ctrl_msg_t msg;
+
+    memset(&msg, 0, sizeof(msg));
+    msg.type         = CTRL_SYNC_ACK;
+    msg.u.sync.token = token;
+    hixl_ctrl_send(peer, &msg);
+}
+
+static void hixl_sync_reply_send(void *arg)
+{
+    hixl_sync_reply_t *reply = arg;
+
+    hixl_send_sync_ack(reply->peer, reply->token);
+    hixl_peer_release(reply->peer);
+    free(reply);
+}
+
+static void hixl_sync_flushed(hixl_epf_waiter_t *w, ucs_status_t ustatus)
+{
+    hixl_sync_reply_t *reply = (hixl_sync_reply_t*)w;
+
+    /* On error the peer is being closed anyway; the ack would be moot. */
+    if (ustatus == UCS_OK) {
+        hixl_dev_barrier(reply->engine, reply->peer, reply->dev_seq,
+                         hixl_sync_reply_send, reply, &reply->barrier);
+        return;
+    }
+    hixl_peer_release(reply->peer);
+    free(reply);
+}
+
+static int hixl_on_sync(hixl_engine_t *engine, hixl_peer_t *peer,
+                        const ctrl_msg_t *msg)
+{
+    hixl_sync_reply_t *reply;
+
+    if (peer->epf == NULL) {
+        hixl_send_sync_ack(peer, msg->u.sync.token);
+        return 0;
+    }
+    reply = calloc(1, sizeof(*reply));
+    if (reply == NULL) {
+        hixl_peer_close(engine, peer, HIXL_FAILED, "out of memory answering "
+                        "SYNC");
+        return 1;
+    }
+    hixl_peer_retain(peer);
+    reply->fw.cb   = hixl_sync_flushed;
+    reply->engine  = engine;
+    reply->peer    = peer;
+    reply->token   = msg->u.sync.token;
+    reply->dev_seq = hixl_dev_seq(engine);
+    hixl_epf_add(peer->epf, &reply->fw, 0);
+    hixl_progress_kick(engine);
+    return 0;
+}
+
+static int hixl_on_sync_ack(hixl_engine_t *engine, hixl_peer_t *peer,
+                            const ctrl_msg_t *msg)
+{
+    if (msg->u.sync.token > peer->sync_acked) {
+        peer->sync_acked = msg->u.sync.token;
+    }
+    pthread_cond_broadcast(&engine->cond);
+    return 0;
+}
+
+typedef struct hixl_refresh_wait {
+    hixl_peer_t *peer;
+    uint64_t     token;
+} hixl_refresh_wait_t;
+
+static int hixl_refresh_acked(void *arg)
+{
+    hixl_refresh_wait_t *w = arg;
+
+    return (w->peer->state == HIXL_PEER_CLOSED) ||
+           (w->peer->sync_acked >= w->token);
+}
+
+hixl_status_t hixl_memory_refresh(hixl_engine_t *engine, hixl_peer_t *peer,
+                                  uint64_t deadline_ns)
+{
+    hixl_refresh_wait_t w = {peer, ++engine->next_token};
+    hixl_status_t status;
+    ctrl_msg_t msg;
+
+    memset(&msg, 0, sizeof(msg));
+    msg.type         = CTRL_SYNC;
+    msg.u.sync.token = w.token;
+    status = hixl_ctrl_send(peer, &msg);
+    if (status != HIXL_SUCCESS) {
+        return status;
+    }
+    hixl_peer_retain(peer);
+    hixl_engine_wait(engine, deadline_ns, hixl_refresh_acked, &w);
+    status = (peer->state == HIXL_PEER_CLOSED) ? HIXL_NOT_CONNECTED :
+             (peer->sync_acked >= w.token) ? HIXL_SUCCESS : HIXL_TIMEOUT;
+    hixl_peer_release(peer);
+    return status;
+}
+
+/* ---- set-up ------------------------------------------------------------------ */
+
+static const hixl_peer_hooks_t hixl_memory_hooks = {
+    .name     = "memory",
+    .accepted = hixl_mem_announce,
+};
+
+hixl_status_t hixl_memory_init(hixl_engine_t *engine)
+{
+    unsigned table = HIXL_CTRL_ON_OUTGOING | HIXL_CTRL_ANY_STATE;
+    unsigned ready = HIXL_CTRL_ON_EITHER | HIXL_CTRL_WHEN_READY;
+
+    hixl_peer_hooks_add(engine, &hixl_memory_hooks);
+    hixl_ctrl_handle(engine, CTRL_MEM_ADD, hixl_on_mem_add, table);
+    hixl_ctrl_handle(engine, CTRL_MEM_DEL, hixl_on_mem_del, table);
+    hixl_ctrl_handle(engine, CTRL_SYNC, hixl_on_sync, ready);
+    hixl_ctrl_handle(engine, CTRL_SYNC_ACK, hixl_on_sync_ack, ready);
+    return HIXL_SUCCESS;
 }

@@ -1,31 +1,50 @@
 /*
- * Notifies: named messages between connected engines, over the control
- * connection (so they are ordered per peer on every transport), into a
- * bounded queue that hixl_get_notifies() drains.  Every notify is answered
- * with a NOTIFY_ACK carrying whether it was queued, so a sender learns that
- * the receiver's queue is full instead of the notify vanishing.
+ * Notifies (see notify.h).
  */
 #include "config.h"
-#include "core/peer.h"
+#include "ops/notify.h"
+#include "ctrl/dispatch.h"
 #include "util/args.h"
 #include "util/clock.h"
 #include "util/log.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct hixl_notify_node {
-    hixl_notify_node_t *next;
-    size_t              remote_len;
-    size_t              name_len;
-    size_t              msg_len;
-    char                data[];     /* remote \0 name \0 msg \0 */
+typedef struct hixl_notify_node {
+    struct hixl_notify_node *next;
+    size_t                   remote_len;
+    size_t                   name_len;
+    size_t                   msg_len;
+    char                     data[];     /* remote \0 name \0 msg \0 */
+} hixl_notify_node_t;
+
+/* The received queue (engine->notifies). */
+struct hixl_notifies {
+    hixl_notify_node_t *head;
+    hixl_notify_node_t *tail;
+    uint32_t            count;
 };
 
-hixl_status_t hixl_notify_enqueue(hixl_engine_t *engine, const char *remote,
-                                  const ctrl_msg_t *msg)
+/* A hixl_send_notify() call waiting for its NOTIFY_ACK (on its stack),
+ * listed on its peer (peer->notify_waiters). */
+typedef struct hixl_notify_waiter {
+    uint64_t                   seq;
+    int                        done;
+    hixl_status_t              status;
+    struct hixl_notify_waiter *next;
+} hixl_notify_waiter_t;
+
+/* ---- receiving ------------------------------------------------------------- */
+
+/* Queue a received notify; returns the status the sender is told. */
+static hixl_status_t hixl_notify_enqueue(hixl_engine_t *engine,
+                                         const char *remote,
+                                         const ctrl_msg_t *msg)
 {
     const ctrl_bytes_t *name = &msg->u.notify.name, *body = &msg->u.notify.msg;
+    struct hixl_notifies *q  = engine->notifies;
     hixl_notify_node_t *node;
     char *p;
 
@@ -36,9 +55,9 @@ hixl_status_t hixl_notify_enqueue(hixl_engine_t *engine, const char *remote,
                       engine->opts.max_notify_size);
         return HIXL_PARAM_INVALID;
     }
-    if (engine->notify_count >= engine->opts.notify_queue_depth) {
+    if (q->count >= engine->opts.notify_queue_depth) {
         hixl_log_info("notify from %s refused: queue full (%u, option "
-                      "hixl.NotifyQueueDepth)", remote, engine->notify_count);
+                      "hixl.NotifyQueueDepth)", remote, q->count);
         return HIXL_RESOURCE_EXHAUSTED;
     }
     node = malloc(sizeof(*node) + strlen(remote) + name->len + body->len + 3);
@@ -60,28 +79,178 @@ hixl_status_t hixl_notify_enqueue(hixl_engine_t *engine, const char *remote,
     }
     p[body->len] = '\0';
 
-    if (engine->notify_tail != NULL) {
-        engine->notify_tail->next = node;
+    if (q->tail != NULL) {
+        q->tail->next = node;
     } else {
-        engine->notify_head = node;
+        q->head = node;
     }
-    engine->notify_tail = node;
-    engine->notify_count++;
+    q->tail = node;
+    q->count++;
     pthread_cond_broadcast(&engine->cond);
     return HIXL_SUCCESS;
 }
 
-void hixl_notify_queue_cleanup(hixl_engine_t *engine)
+static int hixl_on_notify(hixl_engine_t *engine, hixl_peer_t *peer,
+                          const ctrl_msg_t *msg)
 {
-    hixl_notify_node_t *node;
+    hixl_status_t status = hixl_notify_enqueue(engine, peer->name, msg);
+    ctrl_msg_t ack;
 
-    while ((node = engine->notify_head) != NULL) {
-        engine->notify_head = node->next;
-        free(node);
-    }
-    engine->notify_tail  = NULL;
-    engine->notify_count = 0;
+    memset(&ack, 0, sizeof(ack));
+    ack.type                = CTRL_NOTIFY_ACK;
+    ack.u.notify_ack.seq    = msg->u.notify.seq;
+    ack.u.notify_ack.status = (uint32_t)status;
+    hixl_ctrl_send(peer, &ack);
+    return 0;
 }
+
+/* ---- per-transfer notifies -------------------------------------------------- */
+
+hixl_status_t hixl_notify_check(const hixl_engine_t *engine,
+                                const hixl_notify_desc_t *n, const char *what)
+{
+    size_t name_len;
+
+    if ((n == NULL) || (n->name == NULL)) {
+        return hixl_error(HIXL_PARAM_INVALID, "%s%s is NULL", what,
+                          n ? " name" : "");
+    }
+    name_len = strlen(n->name);
+    if (name_len > HIXL_NOTIFY_NAME_MAX) {
+        return hixl_error(HIXL_PARAM_INVALID, "%s name is %zu bytes, limit %d",
+                          what, name_len, HIXL_NOTIFY_NAME_MAX);
+    }
+    if ((n->msg == NULL) && (n->msg_len != 0)) {
+        return hixl_error(HIXL_PARAM_INVALID, "%s msg is NULL with msg_len "
+                          "%zu", what, n->msg_len);
+    }
+    if (n->msg_len > engine->opts.max_notify_size) {
+        return hixl_error(HIXL_PARAM_INVALID, "%s msg is %zu bytes, larger "
+                          "than hixl.MaxNotifySize (%u)", what, n->msg_len,
+                          engine->opts.max_notify_size);
+    }
+    return HIXL_SUCCESS;
+}
+
+/* Every byte of req landed: send its notify (req->after_data). */
+static void hixl_notify_send_after_data(hixl_request_t *req)
+{
+    ctrl_msg_t msg;
+    int one = 1;
+
+    memset(&msg, 0, sizeof(msg));
+    msg.type          = CTRL_NOTIFY;
+    msg.u.notify.seq  = HIXL_SEQ_XFER | req->handle;
+    msg.u.notify.name = ctrl_bytes(req->notify_name, strlen(req->notify_name));
+    msg.u.notify.msg  = ctrl_bytes(req->notify_msg, req->notify_len);
+
+    atomic_fetch_add(&req->pending, 1);   /* held until the answer */
+    atomic_store(&req->await_ack, 1);
+    if ((hixl_ctrl_send(req->peer, &msg) != HIXL_SUCCESS) &&
+        atomic_compare_exchange_strong(&req->await_ack, &one, 0)) {
+        hixl_req_fail(req, HIXL_NOTIFY_FAILED, "data of the %s to %s landed, "
+                      "but its notify could not be sent: %s",
+                      hixl_req_op_name(req->op), req->peer->name,
+                      hixl_error_message());
+        hixl_req_complete_one(req);
+    }
+}
+
+hixl_status_t hixl_notify_attach(hixl_request_t *req,
+                                 const hixl_notify_desc_t *n)
+{
+    req->notify_name = strdup(n->name);
+    req->notify_msg  = malloc(n->msg_len ? n->msg_len : 1);
+    if ((req->notify_name == NULL) || (req->notify_msg == NULL)) {
+        return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for the "
+                          "transfer notify");
+    }
+    if (n->msg_len) {
+        memcpy(req->notify_msg, n->msg, n->msg_len);
+    }
+    req->notify_len = n->msg_len;
+    req->after_data = hixl_notify_send_after_data;
+    return HIXL_SUCCESS;
+}
+
+/* NOTIFY_ACK for a per-transfer notify. */
+static void hixl_notify_xfer_acked(hixl_engine_t *engine, uint64_t seq,
+                                   hixl_status_t status)
+{
+    hixl_request_t *req;
+    int one = 1;
+
+    req = hixl_req_lookup(&engine->reqs, seq & ~HIXL_SEQ_XFER);
+    if ((req == NULL) ||
+        !atomic_compare_exchange_strong(&req->await_ack, &one, 0)) {
+        hixl_log_debug("NOTIFY_ACK 0x%" PRIx64 " for no waiting request", seq);
+        return;
+    }
+    if (status != HIXL_SUCCESS) {
+        hixl_req_fail(req, status, "data of the %s to %s landed, but %s "
+                      "refused its notify: %s", hixl_req_op_name(req->op),
+                      req->peer->name, req->peer->name, hixl_strerror(status));
+    }
+    hixl_req_complete_one(req);
+}
+
+static int hixl_on_notify_ack(hixl_engine_t *engine, hixl_peer_t *peer,
+                              const ctrl_msg_t *msg)
+{
+    uint64_t seq = msg->u.notify_ack.seq;
+    hixl_notify_waiter_t **pp, *w;
+
+    if (seq & HIXL_SEQ_XFER) {
+        hixl_notify_xfer_acked(engine, seq,
+                               (hixl_status_t)msg->u.notify_ack.status);
+        return 0;
+    }
+    for (pp = &peer->notify_waiters; (w = *pp) != NULL; pp = &w->next) {
+        if (w->seq == seq) {
+            *pp       = w->next;
+            w->done   = 1;
+            w->status = (hixl_status_t)msg->u.notify_ack.status;
+            pthread_cond_broadcast(&engine->cond);
+            return 0;
+        }
+    }
+    return 0;   /* the sender timed out and left: nothing to do */
+}
+
+/* A request still waiting for the answer to its notify fails with the
+ * connection. */
+static void hixl_notify_fail_awaiting(hixl_request_t *req, void *arg)
+{
+    hixl_peer_t *peer = arg;
+    int one           = 1;
+
+    if (atomic_compare_exchange_strong(&req->await_ack, &one, 0)) {
+        hixl_req_fail(req, HIXL_NOTIFY_FAILED, "data of the %s to %s landed, "
+                      "but the peer went away before it took the notify: %s",
+                      hixl_req_op_name(req->op), peer->name,
+                      peer->close_reason);
+        hixl_req_complete_one(req);
+    }
+}
+
+static void hixl_notify_peer_closed(hixl_engine_t *engine, hixl_peer_t *peer)
+{
+    hixl_notify_waiter_t *w;
+
+    for (w = peer->notify_waiters; w != NULL; w = w->next) {
+        w->done   = 1;
+        w->status = HIXL_NOTIFY_FAILED;
+    }
+    peer->notify_waiters = NULL;
+    hixl_req_for_each(&engine->reqs, peer, hixl_notify_fail_awaiting, peer);
+}
+
+static const hixl_peer_hooks_t hixl_notify_hooks = {
+    .name   = "notify",
+    .closed = hixl_notify_peer_closed,
+};
+
+/* ---- the calls --------------------------------------------------------------- */
 
 static int hixl_notify_acked(void *arg)
 {
@@ -100,6 +269,30 @@ static void hixl_notify_unwait(hixl_peer_t *peer, hixl_notify_waiter_t *waiter)
     }
 }
 
+/* What the answer means for the caller. */
+static hixl_status_t hixl_notify_outcome(hixl_peer_t *peer,
+                                         const hixl_notify_waiter_t *waiter,
+                                         int32_t timeout_ms)
+{
+    if (!waiter->done) {
+        return hixl_error(HIXL_TIMEOUT, "notify to %s: no answer within %d ms",
+                          peer->name, (int)timeout_ms);
+    }
+    switch (waiter->status) {
+    case HIXL_SUCCESS:
+        return HIXL_SUCCESS;
+    case HIXL_RESOURCE_EXHAUSTED:
+        return hixl_error(HIXL_RESOURCE_EXHAUSTED, "notify to %s refused: its "
+                          "notify queue is full", peer->name);
+    case HIXL_NOTIFY_FAILED:
+        return hixl_error(HIXL_NOTIFY_FAILED, "notify to %s: connection "
+                          "closed: %s", peer->name, peer->close_reason);
+    default:
+        return hixl_error(waiter->status, "notify to %s refused: %s",
+                          peer->name, hixl_strerror(waiter->status));
+    }
+}
+
 hixl_status_t hixl_send_notify(hixl_engine_t *engine, const char *remote,
                                const hixl_notify_desc_t *notify,
                                int32_t timeout_ms)
@@ -108,31 +301,14 @@ hixl_status_t hixl_send_notify(hixl_engine_t *engine, const char *remote,
     hixl_peer_t *peer;
     hixl_status_t status;
     ctrl_msg_t msg;
-    size_t name_len;
 
     status = hixl_check_remote(engine, remote);
-    if (status != HIXL_SUCCESS) {
-        return status;
+    if (status == HIXL_SUCCESS) {
+        status = hixl_notify_check(engine, notify, "notify");
     }
-    if ((notify == NULL) || (notify->name == NULL)) {
-        return hixl_error(HIXL_PARAM_INVALID, "notify%s is NULL",
-                          notify ? " name" : "");
+    if (status == HIXL_SUCCESS) {
+        status = hixl_check_timeout(timeout_ms);
     }
-    name_len = strlen(notify->name);
-    if (name_len > HIXL_NOTIFY_NAME_MAX) {
-        return hixl_error(HIXL_PARAM_INVALID, "notify name is %zu bytes, "
-                          "limit %d", name_len, HIXL_NOTIFY_NAME_MAX);
-    }
-    if ((notify->msg == NULL) && (notify->msg_len != 0)) {
-        return hixl_error(HIXL_PARAM_INVALID, "notify msg is NULL with "
-                          "msg_len %zu", notify->msg_len);
-    }
-    if (notify->msg_len > engine->opts.max_notify_size) {
-        return hixl_error(HIXL_PARAM_INVALID, "notify msg is %zu bytes, "
-                          "larger than hixl.MaxNotifySize (%u)",
-                          notify->msg_len, engine->opts.max_notify_size);
-    }
-    status = hixl_check_timeout(timeout_ms);
     if (status != HIXL_SUCCESS) {
         return status;
     }
@@ -147,9 +323,9 @@ hixl_status_t hixl_send_notify(hixl_engine_t *engine, const char *remote,
     memset(&msg, 0, sizeof(msg));
     msg.type          = CTRL_NOTIFY;
     msg.u.notify.seq  = waiter.seq;
-    msg.u.notify.name = ctrl_bytes(notify->name, name_len);
+    msg.u.notify.name = ctrl_bytes(notify->name, strlen(notify->name));
     msg.u.notify.msg  = ctrl_bytes(notify->msg, notify->msg_len);
-    status = ctrl_conn_send(&peer->conn, &msg);
+    status = hixl_ctrl_send(peer, &msg);
     if (status != HIXL_SUCCESS) {
         status = hixl_error(HIXL_NOTIFY_FAILED, "notify to %s: %s", peer->name,
                             hixl_error_message());
@@ -163,20 +339,8 @@ hixl_status_t hixl_send_notify(hixl_engine_t *engine, const char *remote,
                      &waiter);
     if (!waiter.done) {
         hixl_notify_unwait(peer, &waiter);
-        status = hixl_error(HIXL_TIMEOUT, "notify to %s: no answer within "
-                            "%d ms", peer->name, (int)timeout_ms);
-    } else if (waiter.status == HIXL_RESOURCE_EXHAUSTED) {
-        status = hixl_error(HIXL_RESOURCE_EXHAUSTED, "notify to %s refused: "
-                            "its notify queue is full", peer->name);
-    } else if (waiter.status == HIXL_NOTIFY_FAILED) {
-        status = hixl_error(HIXL_NOTIFY_FAILED, "notify to %s: connection "
-                            "closed: %s", peer->name, peer->close_reason);
-    } else if (waiter.status != HIXL_SUCCESS) {
-        status = hixl_error(waiter.status, "notify to %s refused: %s",
-                            peer->name, hixl_strerror(waiter.status));
-    } else {
-        status = HIXL_SUCCESS;
     }
+    status = hixl_notify_outcome(peer, &waiter, timeout_ms);
     hixl_peer_release(peer);
 out:
     pthread_mutex_unlock(&engine->lock);
@@ -186,6 +350,7 @@ out:
 hixl_status_t hixl_get_notifies(hixl_engine_t *engine,
                                 hixl_notify_t **notifies_p, size_t *count_p)
 {
+    struct hixl_notifies *q;
     hixl_notify_node_t *node;
     hixl_notify_t *out;
     size_t count, bytes, i;
@@ -197,19 +362,20 @@ hixl_status_t hixl_get_notifies(hixl_engine_t *engine,
     }
     *notifies_p = NULL;
     *count_p    = 0;
-    if (!engine->opts.progress_thread) {
+    if (!engine->progress.running) {
         hixl_progress_for_control(engine);
     }
 
     pthread_mutex_lock(&engine->lock);
-    count = engine->notify_count;
+    q     = engine->notifies;
+    count = q->count;
     if (count == 0) {
         pthread_mutex_unlock(&engine->lock);
         return HIXL_SUCCESS;
     }
     /* one block: the array, then every entry's strings */
     bytes = count * sizeof(*out);
-    for (node = engine->notify_head; node != NULL; node = node->next) {
+    for (node = q->head; node != NULL; node = node->next) {
         bytes += node->remote_len + node->name_len + node->msg_len + 3;
     }
     out = malloc(bytes);
@@ -220,9 +386,9 @@ hixl_status_t hixl_get_notifies(hixl_engine_t *engine,
     }
     p = (char*)(out + count);
     for (i = 0; i < count; ++i) {
-        node                = engine->notify_head;
-        engine->notify_head = node->next;
-        bytes = node->remote_len + node->name_len + node->msg_len + 3;
+        node    = q->head;
+        q->head = node->next;
+        bytes   = node->remote_len + node->name_len + node->msg_len + 3;
         memcpy(p, node->data, bytes);
         out[i].remote  = p;
         out[i].name    = p + node->remote_len + 1;
@@ -231,8 +397,8 @@ hixl_status_t hixl_get_notifies(hixl_engine_t *engine,
         p += bytes;
         free(node);
     }
-    engine->notify_tail  = NULL;
-    engine->notify_count = 0;
+    q->tail  = NULL;
+    q->count = 0;
     pthread_mutex_unlock(&engine->lock);
 
     *notifies_p = out;
@@ -244,4 +410,35 @@ void hixl_release_notifies(hixl_notify_t *notifies, size_t count)
 {
     (void)count;
     free(notifies);
+}
+
+/* ---- set-up ------------------------------------------------------------------ */
+
+hixl_status_t hixl_notify_init(hixl_engine_t *engine)
+{
+    unsigned when = HIXL_CTRL_ON_EITHER | HIXL_CTRL_WHEN_READY;
+
+    engine->notifies = calloc(1, sizeof(*engine->notifies));
+    if (engine->notifies == NULL) {
+        return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    hixl_peer_hooks_add(engine, &hixl_notify_hooks);
+    hixl_ctrl_handle(engine, CTRL_NOTIFY, hixl_on_notify, when);
+    hixl_ctrl_handle(engine, CTRL_NOTIFY_ACK, hixl_on_notify_ack, when);
+    return HIXL_SUCCESS;
+}
+
+void hixl_notify_cleanup(hixl_engine_t *engine)
+{
+    hixl_notify_node_t *node;
+
+    if (engine->notifies == NULL) {
+        return;
+    }
+    while ((node = engine->notifies->head) != NULL) {
+        engine->notifies->head = node->next;
+        free(node);
+    }
+    free(engine->notifies);
+    engine->notifies = NULL;
 }

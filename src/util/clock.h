@@ -4,6 +4,7 @@
 #ifndef HIXL_CLOCK_H_
 #define HIXL_CLOCK_H_
 
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -60,6 +61,25 @@ static inline int hixl_ms_left(uint64_t deadline_ns)
         return 0;
     }
     return (int)((deadline_ns - now + 999999ull) / 1000000ull);
+}
+
+/* An absolute CLOCK_MONOTONIC time for pthread_cond_timedwait. */
+static inline void hixl_timespec_at(struct timespec *ts, uint64_t ns)
+{
+    ts->tv_sec  = (time_t)(ns / 1000000000ull);
+    ts->tv_nsec = (long)(ns % 1000000000ull);
+}
+
+/* Condition variables time out on the monotonic clock, like every
+ * deadline here (a wall-clock step must not stretch or cut a wait). */
+static inline void hixl_cond_init_monotonic(pthread_cond_t *cond)
+{
+    pthread_condattr_t attr;
+
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(cond, &attr);
+    pthread_condattr_destroy(&attr);
 }
 
 #endif

@@ -3,6 +3,7 @@
  */
 #include "config.h"
 #include "util/range_index.h"
+#include "util/array.h"
 #include "util/log.h"
 
 #include <stdlib.h>
@@ -44,18 +45,12 @@ hixl_range_t *hixl_range_overlap(const hixl_range_index_t *idx, uint64_t addr,
 
 hixl_status_t hixl_range_insert(hixl_range_index_t *idx, hixl_range_t *item)
 {
-    hixl_range_t **items;
-    size_t pos, cap;
+    size_t pos;
 
-    if (idx->count == idx->cap) {
-        cap   = idx->cap ? idx->cap * 2 : 16;
-        items = realloc(idx->items, cap * sizeof(*items));
-        if (items == NULL) {
-            return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for "
-                              "the region index (%zu regions)", idx->count);
-        }
-        idx->items = items;
-        idx->cap   = cap;
+    if (hixl_array_reserve(&idx->items, &idx->cap, idx->count + 1,
+                           sizeof(*idx->items), 16) != 0) {
+        return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for the "
+                          "region index (%zu regions)", idx->count);
     }
     pos = hixl_range_floor(idx, item->addr);
     pos = (pos == idx->count) ? 0 : pos + 1;

@@ -1,0 +1,34 @@
+/*
+ * What the compatibility surfaces (the verbs, upstream's C interface) may
+ * use beyond the public API.  They are compiled against include/ and this
+ * file only, so that they stay what they claim to be, layers over the
+ * public API (a make check step enforces it); these few services are
+ * implemented in util/compat_support.c and hidden from the library's users.
+ */
+#ifndef HIXL_COMPAT_COMPAT_H_
+#define HIXL_COMPAT_COMPAT_H_
+
+#include <hixl/hixl.h>
+#include <stdint.h>
+
+#define HIXL_COMPAT_HIDDEN __attribute__((visibility("hidden")))
+
+/* Record the calling thread's last error (hixl_last_error) and return
+ * status, like every public call does. */
+HIXL_COMPAT_HIDDEN hixl_status_t hixl_compat_error(hixl_status_t status,
+                                                   const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* A debug line in the library's log. */
+HIXL_COMPAT_HIDDEN void hixl_compat_debug(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+
+/* Whether an engine name listens ("ip:port" with a non-zero port). */
+HIXL_COMPAT_HIDDEN int hixl_compat_name_listens(const char *name);
+
+/* Monotonic deadlines, as the library keeps them: timeout_ms from now,
+ * and the milliseconds left until one (0 when passed). */
+HIXL_COMPAT_HIDDEN uint64_t hixl_compat_deadline_ns(int64_t timeout_ms);
+HIXL_COMPAT_HIDDEN int hixl_compat_ms_left(uint64_t deadline_ns);
+
+#endif

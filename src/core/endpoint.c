@@ -1,0 +1,177 @@
+/*
+ * A peer's UCX endpoint: creation in the right error mode, the error
+ * handler, and the forced close.
+ */
+#include "config.h"
+#include "core/engine.h"
+#include "core/peer.h"
+#include "core/ucx_quiet.h"
+#include "util/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* What a UCX endpoint's error handler gets as its argument.  UCX may call
+ * it until the endpoint's close completes, so it is freed by whichever
+ * comes last of the close's completion and the peer. */
+struct hixl_ep_err {
+    atomic_int   status;    /* ucs_status_t reported, UCS_OK if none */
+    atomic_uint  refs;      /* the peer's, and the close's */
+    hixl_engine_t *engine;
+};
+
+static void hixl_ep_err_release(hixl_ep_err_t *err)
+{
+    if (atomic_fetch_sub(&err->refs, 1) == 1) {
+        free(err);
+    }
+}
+
+static void hixl_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    hixl_ep_err_t *err = arg;
+
+    /* UCX's lock is held here: only record it; periodic work closes the
+     * peer, if it still has this endpoint, under engine->lock
+     * (hixl_peers_reap_errors). */
+    hixl_log_debug("UCX endpoint %p error: %s", (void*)ep,
+                   ucs_status_string(status));
+    atomic_store(&err->status, (int)status);
+    hixl_progress_urgent(err->engine);
+}
+
+ucs_status_t hixl_peer_ep_error(const hixl_peer_t *peer)
+{
+    return (peer->ep_err != NULL) ?
+           (ucs_status_t)atomic_load(&peer->ep_err->status) : UCS_OK;
+}
+
+static const char *hixl_tls_name(void)
+{
+    const char *tls = getenv("UCX_TLS");
+
+    return (tls != NULL) ? tls : "default";
+}
+
+/*
+ * UCX's error mode decides which transports an endpoint may use: PEER mode
+ * only those that can report a dead peer.  On UCX 1.13 that excludes shared
+ * memory, so PEER to a peer on this host moves data over tcp loopback.  It is
+ * still the default (auto) wherever it reaches the peer: in NONE mode a peer
+ * that dies while UCX talks to it over tcp makes UCX abort the surviving
+ * process ("Fatal: unexpected error: Endpoint timeout", seen in the put
+ * handler of a target whose initiator was killed), and no library may let a
+ * peer's crash take its own process down.  Only where PEER cannot reach the
+ * peer (UCX_TLS=sm, posix,cma) does auto fall back to NONE; a dead peer is
+ * then found on the control connection, and shared memory has no
+ * connection for UCX to fail on.
+ */
+static ucs_status_t hixl_ep_create_mode(hixl_engine_t *engine,
+                                        hixl_peer_t *peer,
+                                        ucp_ep_params_t *params, int *mode)
+{
+    ucs_status_t ustatus = UCS_ERR_UNREACHABLE;
+
+    if (*mode == HIXL_ERROR_MODE_AUTO) {
+        /* a refusal here is expected and answered: UCX's error line for it
+         * would only mislead (ucx_quiet.h) */
+        params->err_mode = UCP_ERR_HANDLING_MODE_PEER;
+        hixl_ucx_quiet_begin();
+        ustatus = ucp_ep_create(engine->ucp_worker, params, &peer->ep);
+        hixl_ucx_quiet_end();
+        if (ustatus != UCS_ERR_UNREACHABLE) {
+            *mode = HIXL_ERROR_MODE_PEER;
+            return ustatus;
+        }
+        hixl_log_info("%s: no transport with peer-failure handling reaches "
+                      "it (UCX_TLS=%s); using UCX error mode none, a dead "
+                      "peer is found on the control connection", peer->name,
+                      hixl_tls_name());
+        *mode = HIXL_ERROR_MODE_NONE;
+    }
+    params->err_mode = (*mode == HIXL_ERROR_MODE_PEER) ?
+                       UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+    return ucp_ep_create(engine->ucp_worker, params, &peer->ep);
+}
+
+hixl_status_t hixl_peer_ep_create(hixl_engine_t *engine, hixl_peer_t *peer,
+                                  const void *worker_addr, size_t len)
+{
+    int mode = engine->opts.error_mode;
+    ucp_ep_params_t params;
+    ucs_status_t ustatus;
+
+    if (len == 0) {
+        return hixl_error(HIXL_FAILED, "peer sent an empty worker address");
+    }
+    peer->ep_err = calloc(1, sizeof(*peer->ep_err));
+    if (peer->ep_err == NULL) {
+        return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    atomic_init(&peer->ep_err->status, UCS_OK);
+    atomic_init(&peer->ep_err->refs, 1);
+    peer->ep_err->engine = engine;
+
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                        UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                        UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    params.address         = (const ucp_address_t*)worker_addr;
+    params.err_handler.cb  = hixl_ep_error_cb;
+    params.err_handler.arg = peer->ep_err;
+    ustatus = hixl_ep_create_mode(engine, peer, &params, &mode);
+    if (ustatus != UCS_OK) {
+        peer->ep = NULL;
+        return hixl_error(HIXL_FAILED, "cannot create a UCX endpoint to %s: "
+                          "%s (UCX_TLS=%s, hixl.ErrorMode %s)", peer->name,
+                          ucs_status_string(ustatus), hixl_tls_name(),
+                          (mode == HIXL_ERROR_MODE_PEER) ? "peer" : "none");
+    }
+    peer->epf = hixl_epf_create(peer->ep, hixl_epf_ucp_flush,
+                                &engine->progress.flush_wanted);
+    if (peer->epf == NULL) {
+        return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    hixl_log_debug("%s: endpoint in UCX error mode %s", peer->name,
+                   (mode == HIXL_ERROR_MODE_PEER) ? "peer" : "none");
+    return HIXL_SUCCESS;
+}
+
+static void hixl_ep_closed_cb(void *request, ucs_status_t status,
+                              void *user_data)
+{
+    ucp_request_free(request);
+    hixl_ep_err_release(user_data);
+}
+
+void hixl_peer_ep_close(hixl_engine_t *engine, hixl_peer_t *peer,
+                        ucs_status_t status)
+{
+    ucp_request_param_t param;
+    ucs_status_ptr_t sp;
+
+    if (peer->epf != NULL) {
+        hixl_epf_close(peer->epf, status);   /* no flush may be issued now */
+        peer->epf = NULL;
+    }
+    if (peer->ep != NULL) {
+        memset(&param, 0, sizeof(param));
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS |
+                             UCP_OP_ATTR_FIELD_CALLBACK |
+                             UCP_OP_ATTR_FIELD_USER_DATA;
+        param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
+        param.cb.send      = hixl_ep_closed_cb;
+        param.user_data    = peer->ep_err;
+        /* the error handler's argument must outlive the close */
+        atomic_fetch_add(&peer->ep_err->refs, 1);
+        sp = ucp_ep_close_nbx(peer->ep, &param);
+        if (!UCS_PTR_IS_PTR(sp)) {
+            hixl_ep_err_release(peer->ep_err);
+        }
+        peer->ep = NULL;
+    }
+    if (peer->ep_err != NULL) {
+        hixl_ep_err_release(peer->ep_err);
+        peer->ep_err = NULL;
+    }
+}

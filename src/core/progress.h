@@ -1,0 +1,121 @@
+/*
+ * Progress: UCX worker progress, the engine's sockets and housekeeping,
+ * driven by the engine's progress thread or, without one, from inside hixl
+ * calls.
+ *
+ * Other layers plug in instead of being called by name (the shape of UCX's
+ * callback queue):
+ *  - progress callbacks run on every pass after ucp_worker_progress (device
+ *    copies, staging);
+ *  - socket kinds: the engine's epoll set carries (kind, key) per socket,
+ *    and the handler registered for a kind gets the events (the listening
+ *    socket, peers' control connections: ctrl/);
+ *  - periodic callbacks run every HIXL_PERIODIC_NS or sooner when asked
+ *    (handshake deadlines, endpoint errors).
+ * Socket handlers and periodic callbacks run with engine->lock held.
+ *
+ * The thread polls while anything is in flight (busy) and for
+ * hixl.ProgressSpinUs after the last activity, then sleeps in epoll on the
+ * sockets and UCX's event fd (armed with ucp_worker_arm), so an idle engine
+ * costs no CPU and a passive target still progresses incoming puts on
+ * transports that need it (tcp).  Work posted while it sleeps wakes it with
+ * ucp_worker_signal().
+ */
+#ifndef HIXL_CORE_PROGRESS_H_
+#define HIXL_CORE_PROGRESS_H_
+
+#include <hixl/hixl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+typedef struct hixl_engine hixl_engine_t;
+
+/* What an epoll event belongs to: the kind in the top byte of its data,
+ * a key below (a peer's serial, not a pointer, so that an event for a peer
+ * closed meanwhile finds nothing). */
+typedef enum hixl_poll_kind {
+    HIXL_POLL_WORKER,
+    HIXL_POLL_LISTEN,
+    HIXL_POLL_PEER,
+    HIXL_POLL_KINDS
+} hixl_poll_kind_t;
+
+#define HIXL_POLL_DATA(_kind, _key) \
+    (((uint64_t)(_kind) << 56) | ((_key) & ((1ull << 56) - 1)))
+
+typedef unsigned (*hixl_progress_fn_t)(hixl_engine_t *engine);
+typedef void (*hixl_poll_fn_t)(hixl_engine_t *engine, uint64_t key,
+                               uint32_t events);
+typedef void (*hixl_periodic_fn_t)(hixl_engine_t *engine, uint64_t now_ns);
+
+#define HIXL_PROGRESS_MAX_FNS 8
+#define HIXL_PERIODIC_NS      100000000ull   /* 100 ms */
+
+typedef struct hixl_progress {
+    int                epfd;
+    int                worker_efd;    /* -1: UCX gave no event fd */
+    pthread_mutex_t    poll_lock;     /* one thread reads the sockets */
+    unsigned           poll_count;
+    uint64_t           next_periodic_ns;
+    pthread_t          thread;
+    int                running;
+    atomic_int         stop;
+    atomic_int         sleeping;
+    atomic_uint        busy;          /* work in flight: keep polling */
+    atomic_int         urgent;        /* run periodic work at once */
+    atomic_int         flush_wanted;  /* an endpoint flush is due */
+    hixl_progress_fn_t fns[HIXL_PROGRESS_MAX_FNS];
+    unsigned           nfns;
+    hixl_poll_fn_t     poll_fns[HIXL_POLL_KINDS];
+    hixl_periodic_fn_t periodic[HIXL_PROGRESS_MAX_FNS];
+    unsigned           nperiodic;
+} hixl_progress_t;
+
+/* The epoll set and UCX's event fd (engine->ucp_worker exists). */
+hixl_status_t hixl_progress_init(hixl_engine_t *engine);
+void hixl_progress_cleanup(hixl_engine_t *engine);
+
+/* Plug in (engine set-up, before the thread starts). */
+void hixl_progress_add(hixl_engine_t *engine, hixl_progress_fn_t fn);
+void hixl_progress_on_socket(hixl_engine_t *engine, hixl_poll_kind_t kind,
+                             hixl_poll_fn_t fn);
+void hixl_progress_periodic(hixl_engine_t *engine, hixl_periodic_fn_t fn);
+
+/* Add a socket to the epoll set for input (kind, key). */
+hixl_status_t hixl_progress_watch(hixl_engine_t *engine, int fd,
+                                  hixl_poll_kind_t kind, uint64_t key);
+
+hixl_status_t hixl_progress_start(hixl_engine_t *engine);
+void hixl_progress_stop(hixl_engine_t *engine);
+
+/* Progress UCX, plug-ins and the sockets once; returns events handled.
+ * Never call it with engine->lock held: socket handlers take it. */
+unsigned hixl_progress(hixl_engine_t *engine);
+
+/* The same for a loop that waits for control traffic (notifies, layer
+ * signals, handshakes): it looks at the sockets eight times as often. */
+unsigned hixl_progress_for_control(hixl_engine_t *engine);
+
+/* Without a progress thread: read the sockets now and then (before a
+ * post, so a revocation or a close already sent to us takes effect). */
+void hixl_progress_control(hixl_engine_t *engine);
+
+/* Work was posted: make sure a sleeping progress thread wakes for it. */
+void hixl_progress_kick(hixl_engine_t *engine);
+
+/* Ask for periodic work at once (a UCX endpoint reported an error). */
+void hixl_progress_urgent(hixl_engine_t *engine);
+
+/* Wait (engine->lock held) until pred(arg) or the deadline; progresses
+ * when there is no progress thread.  Returns pred's last value.  State
+ * changes broadcast engine->cond. */
+int hixl_engine_wait(hixl_engine_t *engine, uint64_t deadline_ns,
+                     int (*pred)(void *arg), void *arg);
+
+/* The same with the engine's busy count raised: for waits on UCX
+ * operations, which need the progress thread to poll, not sleep. */
+int hixl_engine_wait_busy(hixl_engine_t *engine, uint64_t deadline_ns,
+                          int (*pred)(void *arg), void *arg);
+
+#endif

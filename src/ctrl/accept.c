@@ -1,0 +1,244 @@
+/*
+ * The listener's side of a connection: the listening socket, accepting,
+ * HELLO and the authentication of the connector, and the acceptance.
+ */
+#include "config.h"
+#include "ctrl/ctrl.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+hixl_status_t hixl_accept_listen(hixl_engine_t *engine)
+{
+    hixl_status_t status;
+    uint16_t port;
+
+    status = ctrl_sock_listen(&engine->name, &engine->ctrl->listen_fd, &port);
+    if (status != HIXL_SUCCESS) {
+        return status;
+    }
+    hixl_name_set_port(&engine->name, port);
+    return hixl_progress_watch(engine, engine->ctrl->listen_fd,
+                               HIXL_POLL_LISTEN, 0);
+}
+
+static void hixl_accept_event(hixl_engine_t *engine, uint64_t key,
+                              uint32_t events)
+{
+    int fd;
+
+    for (;;) {
+        fd = accept4(engine->ctrl->listen_fd, NULL, NULL,
+                     SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if ((errno != EAGAIN) && (errno != EWOULDBLOCK) &&
+                (errno != EINTR)) {
+                hixl_log_warn("accept on %s: %s", engine->name.canon,
+                              strerror(errno));
+            }
+            return;
+        }
+        if (engine->peers.count >= HIXL_MAX_PEERS) {
+            hixl_log_warn("refusing a connection: %d peers already",
+                          HIXL_MAX_PEERS);
+            close(fd);
+            continue;
+        }
+        ctrl_sock_setup(fd);
+        if (hixl_ctrl_peer_create(engine, fd, 0, hixl_deadline_ns(
+                engine->opts.connect_timeout_ms)) == NULL) {
+            close(fd);
+        }
+    }
+}
+
+/* Is the old connection of a peer that says hello again still alive?  A
+ * restarted engine reconnects before we may have read the EOF of its old
+ * connection; peek for it rather than refuse the new one. */
+static int hixl_conn_alive(hixl_peer_t *peer)
+{
+    char c;
+    ssize_t n;
+
+    if (peer->conn.fd < 0) {
+        return 0;
+    }
+    n = recv(peer->conn.fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return (n > 0) || ((n < 0) && ((errno == EAGAIN) || (errno == EWOULDBLOCK)));
+}
+
+static int hixl_refuse_hello(hixl_engine_t *engine, hixl_peer_t *peer,
+                             hixl_status_t status, const char *reason)
+{
+    ctrl_msg_t ack;
+
+    hixl_log_info("refusing a connection: %s", reason);
+    memset(&ack, 0, sizeof(ack));
+    ack.type               = CTRL_HELLO_ACK;
+    ack.u.hello_ack.status = (uint32_t)status;
+    ack.u.hello_ack.name   = ctrl_bytes(engine->name.canon,
+                                        strlen(engine->name.canon));
+    ack.u.hello_ack.reason = ctrl_bytes(reason, strlen(reason));
+    hixl_ctrl_send(peer, &ack);
+    hixl_peer_close(engine, peer, status, "%s", reason);
+    return 1;
+}
+
+/* The acceptance: our name, worker address, host and limits, and our
+ * proof when the connector authenticated. */
+static hixl_status_t hixl_send_hello_ack(hixl_engine_t *engine,
+                                         hixl_peer_t *peer)
+{
+    struct hixl_handshake *hs = peer->hs;
+    uint8_t proof[HIXL_AUTH_MAC_LEN];
+    ctrl_msg_t ack;
+
+    memset(&ack, 0, sizeof(ack));
+    ack.type                    = CTRL_HELLO_ACK;
+    ack.u.hello_ack.status      = HIXL_SUCCESS;
+    ack.u.hello_ack.name        = ctrl_bytes(engine->name.canon,
+                                             strlen(engine->name.canon));
+    ack.u.hello_ack.worker_addr = ctrl_bytes(engine->worker_addr,
+                                             engine->worker_addr_len);
+    ack.u.hello_ack.host        = ctrl_bytes(engine->host_id,
+                                             strlen(engine->host_id));
+    ack.u.hello_ack.max_streams = engine->opts.max_streams;
+    ack.u.hello_ack.max_layers  = engine->opts.max_layers;
+    if (hs->auth_state == HIXL_AUTH_DONE) {
+        if (hixl_auth_mac(engine->opts.secret, "listener", hs->nonce_remote,
+                          hs->nonce_local, engine->name.canon, peer->name,
+                          proof) != HIXL_SUCCESS) {
+            return HIXL_FAILED;
+        }
+        ack.u.hello_ack.proof = ctrl_bytes(proof, sizeof(proof));
+    }
+    return hixl_ctrl_send(peer, &ack);
+}
+
+/* Everything after the connector is known (and authenticated, when the
+ * engine has a secret): take its name, answer, send the table. */
+static int hixl_handshake_accept(hixl_engine_t *engine, hixl_peer_t *peer)
+{
+    struct hixl_handshake *hs = peer->hs;
+    char reason[512];
+    hixl_peer_t *old;
+    ctrl_msg_t end;
+
+    old = hixl_peer_find(engine, hs->claimed, 0);
+    if ((old != NULL) && (old != peer)) {
+        if (hixl_conn_alive(old)) {
+            snprintf(reason, sizeof(reason), "an engine named %s is already "
+                     "connected to %s (engine names must be unique)",
+                     hs->claimed, engine->name.canon);
+            return hixl_refuse_hello(engine, peer, HIXL_ALREADY_CONNECTED,
+                                     reason);
+        }
+        hixl_peer_close(engine, old, HIXL_FAILED, "replaced by a new "
+                        "connection from the same engine name");
+    }
+
+    snprintf(peer->name, sizeof(peer->name), "%s", hs->claimed);
+    snprintf(peer->alias, sizeof(peer->alias), "%s", hs->claimed);
+    peer->remote_instance = hs->claimed_instance;
+    if (hixl_peer_set_ready(engine, peer) != HIXL_SUCCESS) {
+        snprintf(reason, sizeof(reason), "%s", hixl_error_message());
+        return hixl_refuse_hello(engine, peer, HIXL_RESOURCE_EXHAUSTED,
+                                 reason);
+    }
+    peer->app_owned = 1;
+    hixl_ended_forget(&engine->ctrl->ended, peer->name, 0);
+
+    if ((hixl_send_hello_ack(engine, peer) != HIXL_SUCCESS) ||
+        (hixl_peer_accepted(engine, peer) != HIXL_SUCCESS)) {
+        hixl_peer_close(engine, peer, HIXL_FAILED, "handshake: %s",
+                        hixl_error_message());
+        return 1;
+    }
+    memset(&end, 0, sizeof(end));
+    end.type = CTRL_TABLE_END;
+    hixl_ctrl_send(peer, &end);
+    hixl_log_info("accepted %s%s", peer->name,
+                  (hs->auth_state == HIXL_AUTH_DONE) ? " (authenticated)" : "");
+    return 0;
+}
+
+static int hixl_on_hello(hixl_engine_t *engine, hixl_peer_t *peer,
+                         const ctrl_msg_t *msg)
+{
+    struct hixl_handshake *hs = peer->hs;
+    char text[CTRL_MAX_NAME + 1], reason[512];
+    hixl_name_t name;
+    ctrl_msg_t challenge;
+
+    if (hs->claimed[0] != '\0') {
+        return hixl_ctrl_protocol_error(engine, peer, msg, "out of order");
+    }
+    memcpy(text, msg->u.hello.name.ptr, msg->u.hello.name.len);
+    text[msg->u.hello.name.len] = '\0';
+    if ((strlen(text) != msg->u.hello.name.len) ||
+        (hixl_name_parse(text, &name) != HIXL_SUCCESS)) {
+        snprintf(reason, sizeof(reason), "bad engine name in HELLO: %s",
+                 hixl_error_message());
+        return hixl_refuse_hello(engine, peer, HIXL_PARAM_INVALID, reason);
+    }
+    snprintf(hs->claimed, sizeof(hs->claimed), "%s", name.canon);
+    hs->claimed_instance = msg->u.hello.instance;
+    if (engine->opts.secret[0] == '\0') {
+        return hixl_handshake_accept(engine, peer);
+    }
+
+    /* Nothing that grants access leaves before the peer proves the secret */
+    if (msg->u.hello.nonce.len != HIXL_AUTH_NONCE_LEN) {
+        return hixl_refuse_hello(engine, peer, HIXL_FAILED, "authentication "
+                                 "required: this engine has hixl.Secret set "
+                                 "and the connecting engine has not");
+    }
+    memcpy(hs->nonce_remote, msg->u.hello.nonce.ptr, HIXL_AUTH_NONCE_LEN);
+    if (hixl_auth_nonce(hs->nonce_local) != HIXL_SUCCESS) {
+        snprintf(reason, sizeof(reason), "%s", hixl_error_message());
+        return hixl_refuse_hello(engine, peer, HIXL_FAILED, reason);
+    }
+    memset(&challenge, 0, sizeof(challenge));
+    challenge.type        = CTRL_AUTH_CHALLENGE;
+    challenge.u.auth.data = ctrl_bytes(hs->nonce_local, HIXL_AUTH_NONCE_LEN);
+    hs->auth_state        = HIXL_AUTH_CHALLENGED;
+    hixl_ctrl_send(peer, &challenge);
+    return 0;
+}
+
+/* The connector's proof of the secret. */
+static int hixl_on_auth_response(hixl_engine_t *engine, hixl_peer_t *peer,
+                                 const ctrl_msg_t *msg)
+{
+    struct hixl_handshake *hs = peer->hs;
+    uint8_t mac[HIXL_AUTH_MAC_LEN];
+
+    if (hs->auth_state != HIXL_AUTH_CHALLENGED) {
+        return hixl_ctrl_protocol_error(engine, peer, msg, "out of order");
+    }
+    if ((hixl_auth_mac(engine->opts.secret, "connector", hs->nonce_local,
+                       hs->nonce_remote, hs->claimed, engine->name.canon,
+                       mac) != HIXL_SUCCESS) ||
+        !hixl_auth_mac_ok(msg->u.auth.data.ptr, msg->u.auth.data.len, mac)) {
+        hixl_log_warn("%s failed to authenticate (wrong hixl.Secret)",
+                      hs->claimed);
+        return hixl_refuse_hello(engine, peer, HIXL_FAILED, "authentication "
+                                 "failed: the engines' hixl.Secret values "
+                                 "differ");
+    }
+    hs->auth_state = HIXL_AUTH_DONE;
+    return hixl_handshake_accept(engine, peer);
+}
+
+void hixl_accept_init(hixl_engine_t *engine)
+{
+    hixl_progress_on_socket(engine, HIXL_POLL_LISTEN, hixl_accept_event);
+    hixl_ctrl_handle(engine, CTRL_HELLO, hixl_on_hello,
+                     HIXL_CTRL_ON_ACCEPTED | HIXL_CTRL_IN_HANDSHAKE);
+    hixl_ctrl_handle(engine, CTRL_AUTH_RESPONSE, hixl_on_auth_response,
+                     HIXL_CTRL_ON_ACCEPTED | HIXL_CTRL_IN_HANDSHAKE);
+}

@@ -1,0 +1,95 @@
+/*
+ * hixl_disconnect: let what is in flight to the peer finish, within the
+ * timeout, then close the connection; or acknowledge one the other side
+ * already ended.
+ */
+#include "config.h"
+#include "ctrl/ctrl.h"
+#include "util/args.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+typedef struct hixl_disconnect_wait {
+    hixl_flush_wait_t fw;     /* our flush */
+    hixl_peer_t      *peer;
+} hixl_disconnect_wait_t;
+
+static int hixl_disconnect_drained(void *arg)
+{
+    hixl_disconnect_wait_t *w = arg;
+
+    if (w->peer->state == HIXL_PEER_CLOSED) {
+        return 1;   /* the other side ended it meanwhile */
+    }
+    return hixl_flush_wait_done(&w->fw) &&
+           (atomic_load(&w->peer->inflight) == 0);
+}
+
+/* No live connection: one the other side (or an error) ended while the
+ * application still held it is owed this call. */
+static hixl_status_t hixl_disconnect_ended(hixl_engine_t *engine,
+                                           const char *remote)
+{
+    char reason[256];
+
+    if (hixl_ended_acknowledge(&engine->ctrl->ended, remote, reason,
+                               sizeof(reason))) {
+        hixl_log_info("disconnect from %s: its connection had already "
+                      "ended: %s", remote, reason);
+        return HIXL_SUCCESS;
+    }
+    reason[0] = '\0';
+    if (hixl_ended_reason(&engine->ctrl->ended, remote, -1) != NULL) {
+        snprintf(reason, sizeof(reason), ": its connection was closed: %s",
+                 hixl_ended_reason(&engine->ctrl->ended, remote, -1));
+    }
+    return hixl_error(HIXL_NOT_CONNECTED, "not connected to %s%s", remote,
+                      reason);
+}
+
+hixl_status_t hixl_disconnect(hixl_engine_t *engine, const char *remote_engine,
+                              int32_t timeout_ms)
+{
+    hixl_disconnect_wait_t wait;
+    hixl_peer_t *peer;
+    hixl_status_t status;
+
+    status = hixl_check_remote(engine, remote_engine);
+    if (status == HIXL_SUCCESS) {
+        status = hixl_check_timeout(timeout_ms);
+    }
+    if (status != HIXL_SUCCESS) {
+        return status;
+    }
+
+    pthread_mutex_lock(&engine->lock);
+    peer = hixl_peer_find(engine, remote_engine, -1);
+    if (peer == NULL) {
+        status = hixl_disconnect_ended(engine, remote_engine);
+        pthread_mutex_unlock(&engine->lock);
+        return status;
+    }
+    peer->app_owned = 0;   /* ended by the application: nothing owed */
+    hixl_peer_retain(peer);
+    if (peer->epf != NULL) {
+        /* Let what is in flight finish, within the timeout: our own flush
+         * covers every operation posted so far, and the transfers' own
+         * completions (their shared flushes, device work) must have come
+         * in too, or they would be failed by the close below although
+         * their data landed. */
+        wait.peer = peer;
+        hixl_flush_wait_start(engine, peer, &wait.fw);
+        if (!hixl_engine_wait_busy(engine, hixl_deadline_ns(timeout_ms),
+                                   hixl_disconnect_drained, &wait)) {
+            status = hixl_error(HIXL_TIMEOUT, "disconnect from %s: "
+                                "transfers still in flight after %d ms "
+                                "were failed", peer->name, (int)timeout_ms);
+        }
+    }
+    /* also settles our flush waiter if it is still queued */
+    hixl_peer_close(engine, peer, HIXL_NOT_CONNECTED,
+                    "disconnected by the application");
+    hixl_peer_release(peer);
+    pthread_mutex_unlock(&engine->lock);
+    return status;
+}

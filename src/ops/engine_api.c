@@ -1,0 +1,115 @@
+/*
+ * Engine life cycle: hixl_initialize / hixl_finalize, composing the layers
+ * (core, then ctrl, device and the operations on top) in one place.
+ */
+#include "config.h"
+#include "core/engine.h"
+#include "ctrl/ctrl.h"
+#include "device/device.h"
+#include "ops/layer.h"
+#include "ops/memory.h"
+#include "ops/notify.h"
+#include "ops/transfer.h"
+#include "util/log.h"
+
+#include <stdio.h>
+
+/* Release everything; safe on a partly initialized engine.  The order is
+ * what the layers need of each other: nothing new arrives (listening
+ * stops), what is in flight lands or is failed with its peer, the progress
+ * thread stops, device work ends, UCX goes, then every layer's state. */
+static void hixl_engine_destroy(hixl_engine_t *engine)
+{
+    hixl_ctrl_stop_listening(engine);
+    hixl_engine_drain(engine);
+    hixl_progress_stop(engine);
+    pthread_mutex_lock(&engine->lock);
+    hixl_engine_close_peers(engine);
+    pthread_mutex_unlock(&engine->lock);
+    /* device copies and staged chunks in flight end (or fail: their peers
+     * are closed) while the worker still runs their UCX parts */
+    hixl_dev_drain(engine);
+    hixl_engine_destroy_worker(engine);
+    hixl_memory_cleanup(engine);
+    hixl_dev_cleanup(engine);   /* after the regions its plugins export */
+    hixl_notify_cleanup(engine);
+    hixl_layer_cleanup(engine);
+    hixl_transfer_cleanup(engine);
+    hixl_ctrl_cleanup(engine);
+    hixl_engine_free(engine);
+}
+
+static hixl_status_t hixl_engine_setup(hixl_engine_t *engine)
+{
+    hixl_status_t status;
+
+    status = hixl_ctrl_init(engine);
+    if (status == HIXL_SUCCESS) {
+        status = hixl_dev_init(engine);   /* memory-type plugins */
+    }
+    if (status == HIXL_SUCCESS) {
+        status = hixl_memory_init(engine);
+    }
+    if (status == HIXL_SUCCESS) {
+        status = hixl_notify_init(engine);
+    }
+    if (status == HIXL_SUCCESS) {
+        status = hixl_layer_init(engine);
+    }
+    if (status == HIXL_SUCCESS) {
+        status = hixl_transfer_init(engine);
+    }
+    if ((status == HIXL_SUCCESS) && engine->opts.progress_thread) {
+        status = hixl_progress_start(engine);
+    }
+    return status;
+}
+
+hixl_status_t hixl_initialize(const char *local_engine,
+                              const hixl_option_t *options, size_t num_options,
+                              hixl_engine_t **engine_p)
+{
+    hixl_engine_t *engine;
+    hixl_status_t status;
+    char reason[512];
+
+    if (engine_p == NULL) {
+        return hixl_error(HIXL_PARAM_INVALID, "engine_p is NULL");
+    }
+    *engine_p = NULL;
+    status = hixl_engine_create(local_engine, options, num_options, &engine);
+    if (status != HIXL_SUCCESS) {
+        return status;
+    }
+    status = hixl_engine_setup(engine);
+    if (status != HIXL_SUCCESS) {
+        /* teardown may log or fail quietly; keep the message that matters */
+        snprintf(reason, sizeof(reason), "%s", hixl_error_message());
+        hixl_engine_destroy(engine);
+        return hixl_error(status, "%s", reason);
+    }
+    hixl_log_info("engine %s initialized (%s, progress thread %s)",
+                  engine->name.canon, engine->listening ? "listening" :
+                  "client-only", engine->progress.running ? "on" : "off");
+    *engine_p = engine;
+    return HIXL_SUCCESS;
+}
+
+hixl_status_t hixl_finalize(hixl_engine_t *engine)
+{
+    if (engine == NULL) {
+        return hixl_error(HIXL_PARAM_INVALID, "engine is NULL");
+    }
+    hixl_engine_destroy(engine);
+    return HIXL_SUCCESS;
+}
+
+const char *hixl_engine_name(const hixl_engine_t *engine)
+{
+    return (engine != NULL) ? engine->name.canon : "";
+}
+
+unsigned hixl_engine_progress(hixl_engine_t *engine)
+{
+    return (engine != NULL) ? hixl_progress(engine) : 0;
+}

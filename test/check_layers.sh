@@ -1,0 +1,67 @@
+#!/bin/sh
+# make check: the layers of src/ include only layers below them.
+#
+#   util < wire < core < ctrl < device < ops < compat
+#
+# A file includes "layer/header.h" of its own layer or one below, or a
+# header of its own folder by its bare name.  The compatibility surfaces
+# (compat/, but for compat_support.c, the bridge the core implements for
+# them) see only the public headers <hixl/...> and compat/compat.h: they are
+# layers over the public API, not over the inside.  Prints every violation.
+srcdir=${srcdir:-$(dirname "$0")}
+src="$srcdir/../src"
+order="util wire core ctrl device ops compat"
+
+rank() {
+    r=0
+    for l in $order; do
+        [ "$l" = "$1" ] && { echo $r; return; }
+        r=$((r + 1))
+    done
+    echo -1
+}
+
+bad=0
+for dir in $order; do
+    self=$(rank "$dir")
+    for f in "$src/$dir"/*.c "$src/$dir"/*.h; do
+        [ -f "$f" ] || continue
+        name=$(basename "$f")
+        # the quoted includes of the file, one per line
+        for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do
+            [ "$inc" = "config.h" ] && continue
+            if [ "$dir" = compat ] && [ "$name" != compat_support.c ]; then
+                if [ "$inc" != compat.h ]; then
+                    echo "src/$dir/$name includes \"$inc\": the compatibility surfaces see only <hixl/...> and compat.h"
+                    bad=1
+                fi
+                continue
+            fi
+            case "$inc" in
+            */*)
+                layer=${inc%%/*}
+                r=$(rank "$layer")
+                if [ "$r" -lt 0 ]; then
+                    echo "src/$dir/$name includes \"$inc\": not a layer of src/"
+                    bad=1
+                elif [ "$r" -gt "$self" ]; then
+                    echo "src/$dir/$name includes \"$inc\": $layer is above $dir"
+                    bad=1
+                fi
+                ;;
+            *)
+                if [ ! -f "$src/$dir/$inc" ]; then
+                    echo "src/$dir/$name includes \"$inc\": name the layer (\"layer/$inc\")"
+                    bad=1
+                fi
+                ;;
+            esac
+        done
+    done
+done
+# nothing may sit in src/ outside the layers
+for f in "$src"/*.c "$src"/*.h; do
+    [ -f "$f" ] && { echo "src/$(basename "$f") is outside the layer folders"; bad=1; }
+done
+[ $bad = 0 ] && echo "PASS: src/ layers include only layers below them"
+exit $bad
