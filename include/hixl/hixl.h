@@ -368,6 +368,19 @@ HIXL_API const char *hixl_strerror(hixl_status_t status);
 /** Message of the last failed call made by this thread ("" if none). */
 HIXL_API const char *hixl_last_error(void);
 
+/** Receives the library's log lines instead of stderr: level 0 error,
+ *  1 warn, 2 info, 3 debug, 4 trace; file and line of the library source
+ *  that logged; msg without a trailing newline.  Called from any thread
+ *  (engines' progress threads included), one call at a time; it must not
+ *  call into the library. */
+typedef void (*hixl_log_fn_t)(int level, const char *file, int line,
+                              const char *msg, void *arg);
+
+/** Send every log line of the process's engines to fn (NULL: back to
+ *  stderr).  Which lines are logged is still hixl.LogLevel's business: the
+ *  threshold is the most verbose level of the engines alive. */
+HIXL_API hixl_status_t hixl_set_log_handler(hixl_log_fn_t fn, void *arg);
+
 /** Library version string, e.g. "0.1.0". */
 HIXL_API const char *hixl_version(void);
 

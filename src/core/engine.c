@@ -123,7 +123,8 @@ static hixl_status_t hixl_engine_init(hixl_engine_t *engine,
     if (status != HIXL_SUCCESS) {
         return status;
     }
-    hixl_log_level = engine->opts.log_level;
+    hixl_log_level_hold(engine->opts.log_level);
+    engine->log_held = 1;
     status = hixl_name_parse(local_engine, &engine->name);
     if (status != HIXL_SUCCESS) {
         return status;
@@ -290,6 +291,9 @@ void hixl_engine_destroy_worker(hixl_engine_t *engine)
 
 void hixl_engine_free(hixl_engine_t *engine)
 {
+    if (engine->log_held) {
+        hixl_log_level_drop(engine->opts.log_level);
+    }
     hixl_req_pool_cleanup(&engine->reqs);
     hixl_mem_table_cleanup(&engine->mem);
     hixl_progress_cleanup(engine);

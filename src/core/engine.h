@@ -39,6 +39,7 @@ struct hixl_engine {
     hixl_name_t        name;
     int                listening;
     hixl_opts_t        opts;
+    int                log_held;      /* its LogLevel counts (util/log.h) */
 
     ucp_context_h      ucp_context;
     ucp_worker_h       ucp_worker;

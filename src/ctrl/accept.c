@@ -172,7 +172,6 @@ static int hixl_on_hello(hixl_engine_t *engine, hixl_peer_t *peer,
     struct hixl_handshake *hs = peer->hs;
     char text[CTRL_MAX_NAME + 1], reason[512];
     hixl_name_t name;
-    ctrl_msg_t challenge;
 
     if (hs->claimed[0] != '\0') {
         return hixl_ctrl_protocol_error(engine, peer, msg, "out of order");
@@ -202,11 +201,8 @@ static int hixl_on_hello(hixl_engine_t *engine, hixl_peer_t *peer,
         snprintf(reason, sizeof(reason), "%s", hixl_error_message());
         return hixl_refuse_hello(engine, peer, HIXL_FAILED, reason);
     }
-    memset(&challenge, 0, sizeof(challenge));
-    challenge.type        = CTRL_AUTH_CHALLENGE;
-    challenge.u.auth.data = ctrl_bytes(hs->nonce_local, HIXL_AUTH_NONCE_LEN);
-    hs->auth_state        = HIXL_AUTH_CHALLENGED;
-    hixl_ctrl_send(peer, &challenge);
+    hixl_ctrl_send_auth(peer, CTRL_AUTH_CHALLENGE, hs->nonce_local,
+                        HIXL_AUTH_NONCE_LEN, HIXL_AUTH_CHALLENGED);
     return 0;
 }
 

@@ -22,7 +22,6 @@ static int hixl_on_auth_challenge(hixl_engine_t *engine, hixl_peer_t *peer,
     struct hixl_handshake *hs = peer->hs;
     const ctrl_bytes_t *data  = &msg->u.auth.data;
     uint8_t mac[HIXL_AUTH_MAC_LEN];
-    ctrl_msg_t response;
 
     if ((hs->auth_state != HIXL_AUTH_NONE) ||
         (data->len != HIXL_AUTH_NONCE_LEN)) {
@@ -43,11 +42,8 @@ static int hixl_on_auth_challenge(hixl_engine_t *engine, hixl_peer_t *peer,
                         hixl_error_message());
         return 1;
     }
-    memset(&response, 0, sizeof(response));
-    response.type        = CTRL_AUTH_RESPONSE;
-    response.u.auth.data = ctrl_bytes(mac, sizeof(mac));
-    hs->auth_state       = HIXL_AUTH_CHALLENGED;
-    hixl_ctrl_send(peer, &response);
+    hixl_ctrl_send_auth(peer, CTRL_AUTH_RESPONSE, mac, sizeof(mac),
+                        HIXL_AUTH_CHALLENGED);
     return 0;
 }
 
@@ -297,10 +293,7 @@ hixl_status_t hixl_connect(hixl_engine_t *engine, const char *remote_engine,
 {
     hixl_status_t status;
 
-    status = hixl_check_remote(engine, remote_engine);
-    if (status == HIXL_SUCCESS) {
-        status = hixl_check_timeout(timeout_ms);
-    }
+    status = hixl_check_remote_timeout(engine, remote_engine, timeout_ms);
     if (status != HIXL_SUCCESS) {
         return status;
     }

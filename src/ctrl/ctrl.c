@@ -29,6 +29,18 @@ hixl_peer_t *hixl_ctrl_peer_create(hixl_engine_t *engine, int fd,
     return peer;
 }
 
+void hixl_ctrl_send_auth(hixl_peer_t *peer, uint16_t type, const void *data,
+                         size_t len, int state)
+{
+    ctrl_msg_t msg;
+
+    memset(&msg, 0, sizeof(msg));
+    msg.type             = type;
+    msg.u.auth.data      = ctrl_bytes(data, len);
+    peer->hs->auth_state = state;
+    hixl_ctrl_send(peer, &msg);
+}
+
 /* Say why the connection ends, best effort (the socket closes right
  * after), and remember it: a connection the application saw up is owed
  * its hixl_disconnect(). */

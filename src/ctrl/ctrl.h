@@ -68,6 +68,11 @@ void hixl_ctrl_cleanup(hixl_engine_t *engine);
 hixl_peer_t *hixl_ctrl_peer_create(hixl_engine_t *engine, int fd,
                                    int outgoing, uint64_t deadline_ns);
 
+/* Send an AUTH_CHALLENGE (nonce) or AUTH_RESPONSE (MAC) and move the
+ * handshake to `state`. */
+void hixl_ctrl_send_auth(hixl_peer_t *peer, uint16_t type, const void *data,
+                         size_t len, int state);
+
 /* ---- accept.c ---- */
 void hixl_accept_init(hixl_engine_t *engine);
 hixl_status_t hixl_accept_listen(hixl_engine_t *engine);

@@ -54,10 +54,7 @@ hixl_status_t hixl_disconnect(hixl_engine_t *engine, const char *remote_engine,
     hixl_peer_t *peer;
     hixl_status_t status;
 
-    status = hixl_check_remote(engine, remote_engine);
-    if (status == HIXL_SUCCESS) {
-        status = hixl_check_timeout(timeout_ms);
-    }
+    status = hixl_check_remote_timeout(engine, remote_engine, timeout_ms);
     if (status != HIXL_SUCCESS) {
         return status;
     }

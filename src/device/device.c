@@ -5,6 +5,8 @@
  */
 #include "config.h"
 #include "device/device.h"
+#include "device/device_mem.h"
+#include "device/staging.h"
 #include "core/engine.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -150,7 +152,9 @@ static int hixl_dev_unit_poll(hixl_engine_t *engine, hixl_dev_unit_t *unit)
 }
 
 /* The unit's data is where it belongs: let the request go on. */
-static void hixl_dev_unit_finish(hixl_engine_t *engine, hixl_dev_unit_t *unit)
+/* Give back what a unit holds (its remote regions, its staging job, its
+ * peer) and free it. */
+static void hixl_dev_unit_free(hixl_engine_t *engine, hixl_dev_unit_t *unit)
 {
     size_t i;
 
@@ -161,10 +165,15 @@ static void hixl_dev_unit_finish(hixl_engine_t *engine, hixl_dev_unit_t *unit)
     if (unit->job != NULL) {
         hixl_stage_job_free(unit->job);
     }
-    atomic_fetch_sub(&engine->dev->units_live, 1);
-    hixl_req_data_done(unit->req);
     hixl_peer_release(unit->peer);
     free(unit);
+}
+
+static void hixl_dev_unit_finish(hixl_engine_t *engine, hixl_dev_unit_t *unit)
+{
+    atomic_fetch_sub(&engine->dev->units_live, 1);
+    hixl_req_data_done(unit->req);
+    hixl_dev_unit_free(engine, unit);
 }
 
 static unsigned hixl_dev_units_progress(hixl_engine_t *engine)
@@ -330,15 +339,7 @@ void hixl_dev_cleanup(hixl_engine_t *engine)
      * requests are gone with the engine) */
     while ((unit = dev->units) != NULL) {
         dev->units = unit->next;
-        for (i = 0; i < unit->nrdevs; ++i) {
-            hixl_dev_rdev_put(engine, unit->rdevs[i]);
-        }
-        free(unit->rdevs);
-        if (unit->job != NULL) {
-            hixl_stage_job_free(unit->job);
-        }
-        hixl_peer_release(unit->peer);
-        free(unit);
+        hixl_dev_unit_free(engine, unit);
     }
     hixl_stage_cleanup(engine);
     /* barriers left (their waiters' records) die with the engine */

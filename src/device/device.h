@@ -1,13 +1,14 @@
 /*
- * Device memory in the engine: what the core modules call to register,
- * describe, route and move memory owned by a memory-type plugin.
+ * The device layer: memory owned by a memory-type plugin, registered,
+ * described to peers, routed and moved.  This header is its engine level
+ * (device.c: the plugin instances an engine opens, the units of device
+ * work in flight, their progress, and the barriers that keep layer
+ * signals and revoke answers behind them); the other parts have their own:
  *
- *   device.c       per-engine plugin instances, units in flight, progress,
- *                  barriers (ordering of layer signals and revokes)
- *   device_mem.c   local device regions (detect, export, composite key)
+ *   device_mem.h   local device regions (detect, export, composite key)
  *                  and remote ones (unpack, lazy IPC import, references)
- *   device_path.c  per-descriptor path choice and posting of device copies
- *   staging.c      the BufferPool staging pool and its pipeline
+ *   device_path.h  per-descriptor path choice and posting of device copies
+ *   staging.h      the BufferPool staging pool and its pipeline
  *
  * Paths, chosen per descriptor (hixl.DevicePath=auto):
  *   IPC    remote device memory on this node: import it, one device copy
@@ -30,8 +31,8 @@
  * contexts are only called under dev->lock.  UCX callbacks take neither:
  * they set flags the progress pass reads.
  */
-#ifndef HIXL_DEVICE_H_
-#define HIXL_DEVICE_H_
+#ifndef HIXL_DEVICE_DEVICE_H_
+#define HIXL_DEVICE_DEVICE_H_
 
 #include "core/engine.h"
 #include "device/dev_key.h"
@@ -48,37 +49,6 @@ typedef struct hixl_dev_plugin {
     void                        *ctx;       /* NULL: unavailable */
     char                         why[256];  /* ... because */
 } hixl_dev_plugin_t;
-
-/* A local device region's plugin side (hixl_region_t.dev). */
-typedef struct hixl_dev_reg {
-    hixl_dev_plugin_t *dp;
-    void              *reg;
-    hixl_mem_attr_t    attr;
-    size_t             key_len;
-    uint8_t            key[HIXL_DEV_KEY_MAX];   /* MEM_ADD dev_key */
-} hixl_dev_reg_t;
-
-/* A remote device region (hixl_rregion_t.dev); shared by the peer's
- * table and the units that copy into it, freed (import closed) with the
- * last reference. */
-typedef struct hixl_rdev {
-    atomic_uint        refs;
-    hixl_dev_plugin_t *dp;            /* NULL: we lack the owner's plugin */
-    char               plugin[HIXL_DEV_KEY_NAME_MAX + 1];
-    void              *rmem;
-    int                same_node;
-    int32_t            device;        /* owner's ordinal, for messages */
-    int                import_state;  /* 0 untried, 1 mapped, -1 failed */
-    void              *addr;          /* the import, when mapped */
-    hixl_mem_attr_t    attr;          /* its device in this process */
-    char               why[200];      /* import failure */
-} hixl_rdev_t;
-
-typedef enum hixl_path {
-    HIXL_PATH_UCX,
-    HIXL_PATH_IPC,
-    HIXL_PATH_STAGE
-} hixl_path_t;
 
 #define HIXL_UNIT_MARKS 16
 
@@ -101,7 +71,7 @@ typedef struct hixl_dev_unit {
     hixl_peer_t          *peer;       /* retained */
     hixl_dev_mark_t       marks[HIXL_UNIT_MARKS];
     unsigned              nmarks;
-    hixl_rdev_t         **rdevs;      /* referenced while copies run */
+    struct hixl_rdev    **rdevs;      /* referenced while copies run */
     size_t                nrdevs;
     size_t                rdevs_cap;
     hixl_stage_job_t     *job;        /* staged descriptors, or NULL */
@@ -133,7 +103,6 @@ typedef struct hixl_dev {
     hixl_stage_t        *stage;         /* created on first staged copy */
 } hixl_dev_t;
 
-/* ---- device.c ---- */
 hixl_status_t hixl_dev_init(hixl_engine_t *engine);
 /* Engine teardown: finish (or fail) every unit, then free everything. */
 void hixl_dev_drain(hixl_engine_t *engine);
@@ -155,52 +124,5 @@ void hixl_dev_barrier(hixl_engine_t *engine, hixl_peer_t *peer, uint64_t seq,
  * data-pending count of the request. */
 hixl_dev_unit_t *hixl_dev_unit_new(hixl_engine_t *engine, hixl_peer_t *peer,
                                    hixl_request_t *req);
-
-/* ---- device_mem.c ---- */
-/* Find the plugin that claims region's memory and export it. */
-hixl_status_t hixl_dev_region_register(hixl_engine_t *engine,
-                                       hixl_region_t *region);
-void hixl_dev_region_release(hixl_engine_t *engine, hixl_region_t *region);
-/* A peer announced a device region (engine->lock held): rr->dev. */
-hixl_status_t hixl_dev_rregion_create(hixl_engine_t *engine,
-                                      hixl_rregion_t *rr, const void *key,
-                                      size_t key_len);
-void hixl_dev_rdev_get(hixl_rdev_t *rdev);
-void hixl_dev_rdev_put(hixl_engine_t *engine, hixl_rdev_t *rdev);
-/* Map the remote memory here if not yet (dev->lock held); SUCCESS or the
- * cached failure (UNSUPPORTED) with rdev->why. */
-hixl_status_t hixl_dev_rdev_import(hixl_engine_t *engine, hixl_rdev_t *rdev);
-
-/* ---- device_path.c ---- */
-/* Which path moves descriptor i (engine->lock held); UNSUPPORTED naming
- * the descriptor and the reason when none can. */
-hixl_status_t hixl_dev_route(hixl_engine_t *engine, hixl_peer_t *peer,
-                             size_t i, const hixl_transfer_op_desc_t *d,
-                             hixl_region_t *lr, hixl_rregion_t *rr,
-                             hixl_path_t *path_p);
-/* Post descriptor i on the device path hixl_dev_route chose (IPC or
- * STAGE; engine->lock held): 1 posted, -1 failed (req failed). */
-int hixl_dev_post(hixl_engine_t *engine, hixl_peer_t *peer,
-                  hixl_request_t *req, hixl_dev_unit_t **unit_p, size_t i,
-                  const hixl_transfer_op_desc_t *d, hixl_region_t *lr,
-                  hixl_rregion_t *rr, hixl_path_t path);
-/* After the last descriptor: mark the queued copies, queue staging. */
-void hixl_dev_submit(hixl_engine_t *engine, hixl_dev_unit_t *unit);
-
-/* ---- staging.c ---- */
-/* Make sure the staging pool exists (dev->lock held). */
-hixl_status_t hixl_stage_ready(hixl_engine_t *engine, hixl_dev_plugin_t *dp);
-/* Add a staged descriptor to the unit's job. */
-hixl_status_t hixl_stage_add(hixl_dev_unit_t *unit, hixl_transfer_op_t op,
-                             hixl_dev_plugin_t *dp, int32_t device,
-                             uint64_t local, uint64_t remote, uint64_t len,
-                             ucp_rkey_h rkey);
-void hixl_stage_queue(hixl_engine_t *engine, hixl_stage_job_t *job);
-/* Advance the pipeline (engine->lock and dev->lock held). */
-unsigned hixl_stage_progress(hixl_engine_t *engine);
-/* 1 when the job's chunks are all done (and, for WRITE, flushed). */
-int hixl_stage_job_poll(hixl_engine_t *engine, hixl_stage_job_t *job);
-void hixl_stage_job_free(hixl_stage_job_t *job);
-void hixl_stage_cleanup(hixl_engine_t *engine);
 
 #endif

@@ -4,7 +4,7 @@
  * checked and kept; its memory imported on first use, on this node only).
  */
 #include "config.h"
-#include "device/device.h"
+#include "device/device_mem.h"
 #include "core/engine.h"
 #include "util/log.h"
 

@@ -6,7 +6,9 @@
  * carry is refused, not rerouted.
  */
 #include "config.h"
-#include "device/device.h"
+#include "device/device_path.h"
+#include "device/staging.h"
+#include "util/array.h"
 #include "core/engine.h"
 #include "util/log.h"
 
@@ -169,19 +171,12 @@ static int hixl_dev_unit_queued(hixl_dev_unit_t *unit, hixl_dev_plugin_t *dp,
 /* Keep rdev alive while the unit's copies may use its import. */
 static int hixl_dev_unit_hold(hixl_dev_unit_t *unit, hixl_rdev_t *rdev)
 {
-    hixl_rdev_t **rdevs;
-
     if ((unit->nrdevs > 0) && (unit->rdevs[unit->nrdevs - 1] == rdev)) {
         return 0;   /* batches mostly target one region */
     }
-    if (unit->nrdevs == unit->rdevs_cap) {
-        rdevs = realloc(unit->rdevs, (unit->rdevs_cap ? 2 * unit->rdevs_cap :
-                                      8) * sizeof(*rdevs));
-        if (rdevs == NULL) {
-            return -1;
-        }
-        unit->rdevs     = rdevs;
-        unit->rdevs_cap = unit->rdevs_cap ? 2 * unit->rdevs_cap : 8;
+    if (hixl_array_reserve(&unit->rdevs, &unit->rdevs_cap, unit->nrdevs + 1,
+                           sizeof(*unit->rdevs), 8) != 0) {
+        return -1;
     }
     hixl_dev_rdev_get(rdev);
     unit->rdevs[unit->nrdevs++] = rdev;

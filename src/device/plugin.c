@@ -46,9 +46,22 @@ static void hixl_mem_host_log(int level, const char *fmt, ...)
                     level), "plugin", 0, "%s", msg);
 }
 
+/* A plugin's failure becomes the caller's last error. */
+static hixl_status_t hixl_mem_host_error(hixl_status_t status,
+                                         const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return hixl_error_at("plugin", 0, status, "%s", msg);
+}
+
 const hixl_mem_host_t hixl_mem_host = {
     .abi_version = HIXL_MEM_PLUGIN_ABI_VERSION,
-    .error       = hixl_error,
+    .error       = hixl_mem_host_error,
     .log         = hixl_mem_host_log,
 };
 

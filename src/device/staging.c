@@ -23,7 +23,8 @@
  * UCX callbacks only set the buffer's or job's completion flag.
  */
 #include "config.h"
-#include "device/device.h"
+#include "device/staging.h"
+#include "util/array.h"
 #include "core/engine.h"
 #include "util/log.h"
 
@@ -200,8 +201,6 @@ hixl_status_t hixl_stage_add(hixl_dev_unit_t *unit, hixl_transfer_op_t op,
                              ucp_rkey_h rkey)
 {
     hixl_stage_job_t *job = unit->job;
-    hixl_stage_desc_t *descs;
-    size_t cap;
 
     if (job == NULL) {
         job = calloc(1, sizeof(*job));
@@ -220,15 +219,10 @@ hixl_status_t hixl_stage_add(hixl_dev_unit_t *unit, hixl_transfer_op_t op,
                           "transfer must come from one device (device %d "
                           "after %d)", device, job->device);
     }
-    if (job->n == job->cap) {
-        cap   = job->cap ? 2 * job->cap : 8;
-        descs = realloc(job->descs, cap * sizeof(*descs));
-        if (descs == NULL) {
-            return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for "
-                              "staged descriptors");
-        }
-        job->descs = descs;
-        job->cap   = cap;
+    if (hixl_array_reserve(&job->descs, &job->cap, job->n + 1,
+                           sizeof(*job->descs), 8) != 0) {
+        return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for "
+                          "staged descriptors");
     }
     job->dp                    = dp;
     job->device                = device;

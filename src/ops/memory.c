@@ -19,7 +19,7 @@
 #include "config.h"
 #include "ops/memory.h"
 #include "ctrl/dispatch.h"
-#include "device/device.h"
+#include "device/device_mem.h"
 #include "util/clock.h"
 #include "util/handle.h"
 #include "util/log.h"

@@ -19,7 +19,7 @@
 #include "ops/transfer.h"
 #include "ops/memory.h"
 #include "ops/notify.h"
-#include "device/device.h"
+#include "device/device_path.h"
 #include "util/args.h"
 #include "util/array.h"
 #include "util/clock.h"

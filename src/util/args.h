@@ -32,4 +32,13 @@ static inline hixl_status_t hixl_check_timeout(int32_t timeout_ms)
     return HIXL_SUCCESS;
 }
 
+/* Both: the prologue of the calls that name a peer and wait for it. */
+static inline hixl_status_t hixl_check_remote_timeout(
+        const hixl_engine_t *engine, const char *remote, int32_t timeout_ms)
+{
+    hixl_status_t status = hixl_check_remote(engine, remote);
+
+    return (status == HIXL_SUCCESS) ? hixl_check_timeout(timeout_ms) : status;
+}
+
 #endif

@@ -4,15 +4,26 @@
 #include "config.h"
 #include "util/log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#define HIXL_LOG_LEVELS    5
+#define HIXL_ERROR_MSG_MAX 512
+
 int hixl_log_level = HIXL_LOG_WARN;
 
-#define HIXL_ERROR_MSG_MAX 512
+/* How many live engines asked for each level; the threshold is the most
+ * verbose one asked for. */
+static atomic_uint hixl_log_holds[HIXL_LOG_LEVELS];
+
+static hixl_log_fn_t hixl_log_fn;     /* NULL: stderr */
+static void         *hixl_log_arg;
+static pthread_mutex_t hixl_log_fn_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Thread-local, like errno: a failed call on one thread never overwrites the
  * message another thread is about to read. */
@@ -22,6 +33,45 @@ static const char *const hixl_log_level_names[] = {
     "ERROR", "WARN", "INFO", "DEBUG", "TRACE"
 };
 
+static int hixl_log_clamp(int level)
+{
+    return (level < 0) ? 0 : (level >= HIXL_LOG_LEVELS) ?
+           HIXL_LOG_LEVELS - 1 : level;
+}
+
+static void hixl_log_level_update(void)
+{
+    int level;
+
+    for (level = HIXL_LOG_LEVELS - 1; level > HIXL_LOG_WARN; --level) {
+        if (atomic_load(&hixl_log_holds[level]) > 0) {
+            break;
+        }
+    }
+    hixl_log_level = level;
+}
+
+void hixl_log_level_hold(int level)
+{
+    atomic_fetch_add(&hixl_log_holds[hixl_log_clamp(level)], 1);
+    hixl_log_level_update();
+}
+
+void hixl_log_level_drop(int level)
+{
+    atomic_fetch_sub(&hixl_log_holds[hixl_log_clamp(level)], 1);
+    hixl_log_level_update();
+}
+
+hixl_status_t hixl_set_log_handler(hixl_log_fn_t fn, void *arg)
+{
+    pthread_mutex_lock(&hixl_log_fn_lock);
+    hixl_log_fn  = fn;
+    hixl_log_arg = arg;
+    pthread_mutex_unlock(&hixl_log_fn_lock);
+    return HIXL_SUCCESS;
+}
+
 void hixl_log_printf(hixl_log_level_t level, const char *file, int line,
                      const char *fmt, ...)
 {
@@ -30,17 +80,26 @@ void hixl_log_printf(hixl_log_level_t level, const char *file, int line,
     const char *base = strrchr(file, '/');
     va_list ap;
 
+    base = base ? base + 1 : file;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    pthread_mutex_lock(&hixl_log_fn_lock);
+    if (hixl_log_fn != NULL) {
+        hixl_log_fn((int)level, base, line, msg, hixl_log_arg);
+        pthread_mutex_unlock(&hixl_log_fn_lock);
+        return;
+    }
+    pthread_mutex_unlock(&hixl_log_fn_lock);
     clock_gettime(CLOCK_REALTIME, &ts);
     /* One fprintf per line keeps lines whole when threads log together. */
     fprintf(stderr, "[%ld.%06ld] [hixl %d] %-5s %s:%d %s\n", (long)ts.tv_sec,
             ts.tv_nsec / 1000, (int)getpid(), hixl_log_level_names[level],
-            base ? base + 1 : file, line, msg);
+            base, line, msg);
 }
 
-hixl_status_t hixl_error(hixl_status_t status, const char *fmt, ...)
+hixl_status_t hixl_error_at(const char *file, int line, hixl_status_t status,
+                            const char *fmt, ...)
 {
     char msg[HIXL_ERROR_MSG_MAX];
     va_list ap;
@@ -50,8 +109,14 @@ hixl_status_t hixl_error(hixl_status_t status, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    if (strcmp(msg, hixl_last_error_buf) == 0) {
+        return status;   /* passed on unchanged: logged already */
+    }
     memcpy(hixl_last_error_buf, msg, sizeof(msg));
-    hixl_log_debug("%s: %s", hixl_strerror(status), hixl_last_error_buf);
+    if (HIXL_LOG_DEBUG <= hixl_log_level) {
+        hixl_log_printf(HIXL_LOG_DEBUG, file, line, "%s: %s",
+                        hixl_strerror(status), hixl_last_error_buf);
+    }
     return status;
 }
 

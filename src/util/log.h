@@ -1,9 +1,14 @@
 /*
- * Diagnostics: leveled logging to stderr and the per-thread last-error
- * message behind hixl_last_error().
+ * Diagnostics: leveled logging and the per-thread last-error message
+ * behind hixl_last_error().
+ *
+ * Log lines go to stderr, or to the handler the application set with
+ * hixl_set_log_handler().  The threshold is process-wide, like the
+ * destination, but no engine makes it quieter for another: it is the most
+ * verbose hixl.LogLevel of the engines alive (warn when there is none).
  */
-#ifndef HIXL_LOG_H_
-#define HIXL_LOG_H_
+#ifndef HIXL_UTIL_LOG_H_
+#define HIXL_UTIL_LOG_H_
 
 #include <hixl/hixl.h>
 
@@ -15,8 +20,12 @@ typedef enum hixl_log_level {
     HIXL_LOG_TRACE = 4
 } hixl_log_level_t;
 
-/* Process-wide: log lines are for operators, who want one knob. */
+/* The current threshold (read on every log call: a plain load). */
 extern int hixl_log_level;
+
+/* An engine with this hixl.LogLevel comes (hold) and goes (drop). */
+void hixl_log_level_hold(int level);
+void hixl_log_level_drop(int level);
 
 void hixl_log_printf(hixl_log_level_t level, const char *file, int line,
                      const char *fmt, ...)
@@ -35,9 +44,16 @@ void hixl_log_printf(hixl_log_level_t level, const char *file, int line,
 #define hixl_log_debug(...) hixl_log(HIXL_LOG_DEBUG, __VA_ARGS__)
 
 /* Record the calling thread's last error and return status, so that error
- * paths read "return hixl_error(HIXL_PARAM_INVALID, "...", ...);". */
-hixl_status_t hixl_error(hixl_status_t status, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+ * paths read "return hixl_error(HIXL_PARAM_INVALID, "...", ...);".  At
+ * debug level it is logged with the caller's location, once (recording the
+ * same message again, as callers that pass an inner error on do, is not
+ * logged twice). */
+#define hixl_error(_status, ...) \
+    hixl_error_at(__FILE__, __LINE__, (_status), __VA_ARGS__)
+
+hixl_status_t hixl_error_at(const char *file, int line, hixl_status_t status,
+                            const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Last error of this thread, for internal callers that pass it on. */
 const char *hixl_error_message(void);

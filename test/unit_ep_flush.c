@@ -1,0 +1,337 @@
+/*
+ * Unit: the endpoint-flush service (src/core/ep_flush.c), without UCX: the
+ * flush is a test function that completes at once, fails, or stays out
+ * until the test completes it.  What is checked is the contract every user
+ * of the service relies on: a waiter is called back only by a flush posted
+ * after it was added, exactly once, by close at the latest, and a late
+ * completion after close finds nothing.
+ */
+#include "config.h"
+#include "harness.h"
+#include "core/ep_flush.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ucs/type/status.h>
+
+/* ---- the fake flush ----------------------------------------------------- */
+
+enum { FLUSH_INLINE_OK, FLUSH_INLINE_ERROR, FLUSH_PENDING };
+
+static int         flush_mode;
+static int         flushes_posted;
+static int         flushes_out;     /* posted with FLUSH_PENDING */
+static atomic_int  wanted;
+
+static ucs_status_ptr_t fake_flush(hixl_epf_t *epf, void *ep)
+{
+    (void)epf;
+    ck_assert_ptr_eq(ep, (void*)0x1234);
+    ++flushes_posted;
+    switch (flush_mode) {
+    case FLUSH_INLINE_OK:
+        return NULL;
+    case FLUSH_INLINE_ERROR:
+        return UCS_STATUS_PTR(UCS_ERR_IO_ERROR);
+    default:
+        ++flushes_out;
+        return (ucs_status_ptr_t)(uintptr_t)0x1;   /* "a request" */
+    }
+}
+
+/* A pending flush completes (what UCX's callback does). */
+static void complete_one(hixl_epf_t *epf, ucs_status_t status)
+{
+    ck_assert_int_gt(flushes_out, 0);
+    --flushes_out;
+    hixl_epf_flushed(epf, status);
+    hixl_epf_release(epf);
+}
+
+/* ---- waiters that count ------------------------------------------------- */
+
+typedef struct counted {
+    hixl_epf_waiter_t w;
+    atomic_int        calls;
+    ucs_status_t      status;
+} counted_t;
+
+static void counted_cb(hixl_epf_waiter_t *w, ucs_status_t status)
+{
+    counted_t *c = (counted_t*)w;
+
+    c->status = status;
+    atomic_fetch_add(&c->calls, 1);
+}
+
+static void counted_init(counted_t *c, int n)
+{
+    int i;
+
+    for (i = 0; i < n; ++i) {
+        memset(&c[i], 0, sizeof(c[i]));
+        c[i].w.cb   = counted_cb;
+        c[i].status = UCS_INPROGRESS;
+    }
+}
+
+static hixl_epf_t *new_epf(int mode)
+{
+    hixl_epf_t *epf;
+
+    flush_mode     = mode;
+    flushes_posted = 0;
+    flushes_out    = 0;
+    atomic_store(&wanted, 0);
+    epf = hixl_epf_create((void*)0x1234, fake_flush, &wanted);
+    ck_assert_ptr_nonnull(epf);
+    return epf;
+}
+
+/* ---- tests -------------------------------------------------------------- */
+
+START_TEST(test_inline_completion)
+{
+    hixl_epf_t *epf = new_epf(FLUSH_INLINE_OK);
+    counted_t c[2];
+
+    counted_init(c, 2);
+    /* a flush that completes at once calls its waiter back inside add */
+    ck_assert_int_eq(hixl_epf_add(epf, &c[0].w, 0), 0);
+    ck_assert_int_eq(atomic_load(&c[0].calls), 1);
+    ck_assert_int_eq(c[0].status, UCS_OK);
+    /* own_fast: the poster is told instead, and no callback runs */
+    ck_assert_int_eq(hixl_epf_add(epf, &c[1].w, 1), 1);
+    ck_assert_int_eq(atomic_load(&c[1].calls), 0);
+    ck_assert_int_eq(flushes_posted, 2);
+    hixl_epf_close(epf, UCS_ERR_CANCELED);
+    ck_assert_int_eq(atomic_load(&c[0].calls), 1);
+    ck_assert_int_eq(atomic_load(&c[1].calls), 0);
+}
+END_TEST
+
+START_TEST(test_inline_error)
+{
+    hixl_epf_t *epf = new_epf(FLUSH_INLINE_ERROR);
+    counted_t c;
+
+    counted_init(&c, 1);
+    /* an error is never the poster's to swallow: the callback gets it */
+    ck_assert_int_eq(hixl_epf_add(epf, &c.w, 1), 0);
+    ck_assert_int_eq(atomic_load(&c.calls), 1);
+    ck_assert_int_eq(c.status, UCS_ERR_IO_ERROR);
+    hixl_epf_close(epf, UCS_ERR_CANCELED);
+    ck_assert_int_eq(atomic_load(&c.calls), 1);
+}
+END_TEST
+
+START_TEST(test_group_commit)
+{
+    hixl_epf_t *epf = new_epf(FLUSH_PENDING);
+    counted_t c[4];
+    int i;
+
+    counted_init(c, 4);
+    hixl_epf_add(epf, &c[0].w, 0);          /* flush #1 covers c0 */
+    ck_assert_int_eq(flushes_posted, 1);
+    for (i = 1; i < 4; ++i) {               /* added after #1 went out */
+        ck_assert_int_eq(hixl_epf_add(epf, &c[i].w, 1), 0);
+    }
+    ck_assert_int_eq(flushes_posted, 1);    /* they wait: one flush out */
+
+    complete_one(epf, UCS_OK);
+    ck_assert_int_eq(atomic_load(&c[0].calls), 1);
+    for (i = 1; i < 4; ++i) {               /* #1 predates them */
+        ck_assert_int_eq(atomic_load(&c[i].calls), 0);
+    }
+    /* the completion may not issue the next flush itself: it asks */
+    ck_assert_int_eq(atomic_load(&wanted), 1);
+    ck_assert_int_eq(flushes_posted, 1);
+    ck_assert_int_eq(hixl_epf_progress(epf), 1);
+    ck_assert_int_eq(flushes_posted, 2);    /* one flush for all three */
+    ck_assert_int_eq(hixl_epf_progress(epf), 0);
+
+    complete_one(epf, UCS_OK);
+    for (i = 1; i < 4; ++i) {
+        ck_assert_int_eq(atomic_load(&c[i].calls), 1);
+        ck_assert_int_eq(c[i].status, UCS_OK);
+    }
+    hixl_epf_close(epf, UCS_ERR_CANCELED);
+    for (i = 0; i < 4; ++i) {
+        ck_assert_int_eq(atomic_load(&c[i].calls), 1);
+    }
+}
+END_TEST
+
+START_TEST(test_due_flush_taken_by_add)
+{
+    hixl_epf_t *epf = new_epf(FLUSH_PENDING);
+    counted_t c[3];
+
+    counted_init(c, 3);
+    hixl_epf_add(epf, &c[0].w, 0);
+    hixl_epf_add(epf, &c[1].w, 0);
+    complete_one(epf, UCS_OK);              /* c1's flush is now due */
+    /* the next add issues it (and c2 rides along) instead of progress */
+    hixl_epf_add(epf, &c[2].w, 0);
+    ck_assert_int_eq(flushes_posted, 2);
+    ck_assert_int_eq(hixl_epf_progress(epf), 0);
+    complete_one(epf, UCS_ERR_ENDPOINT_TIMEOUT);
+    ck_assert_int_eq(c[1].status, UCS_ERR_ENDPOINT_TIMEOUT);
+    ck_assert_int_eq(c[2].status, UCS_ERR_ENDPOINT_TIMEOUT);
+    hixl_epf_close(epf, UCS_ERR_CANCELED);
+    ck_assert_int_eq(atomic_load(&c[0].calls) + atomic_load(&c[1].calls) +
+                     atomic_load(&c[2].calls), 3);
+}
+END_TEST
+
+START_TEST(test_close_settles_everything_once)
+{
+    hixl_epf_t *epf = new_epf(FLUSH_PENDING);
+    counted_t c[3], late;
+    int i;
+
+    counted_init(c, 3);
+    counted_init(&late, 1);
+    hixl_epf_add(epf, &c[0].w, 0);          /* in flight */
+    hixl_epf_add(epf, &c[1].w, 0);          /* waiting */
+    hixl_epf_add(epf, &c[2].w, 0);
+    hixl_epf_retain(epf);                   /* keep it to look at it */
+    hixl_epf_close(epf, UCS_ERR_CANCELED);
+    for (i = 0; i < 3; ++i) {
+        ck_assert_int_eq(atomic_load(&c[i].calls), 1);
+        ck_assert_int_eq(c[i].status, UCS_ERR_CANCELED);
+    }
+    /* the flush UCX still holds completes late: nobody is called again */
+    complete_one(epf, UCS_OK);
+    for (i = 0; i < 3; ++i) {
+        ck_assert_int_eq(atomic_load(&c[i].calls), 1);
+    }
+    /* closed: a new waiter is settled at once, no flush is posted */
+    hixl_epf_add(epf, &late.w, 1);
+    ck_assert_int_eq(atomic_load(&late.calls), 1);
+    ck_assert_int_eq(late.status, UCS_ERR_CANCELED);
+    ck_assert_int_eq(flushes_posted, 1);
+    ck_assert_int_eq(hixl_epf_progress(epf), 0);
+    /* only the test's reference is left */
+    ck_assert_uint_eq(atomic_load(&epf->refs), 1);
+    hixl_epf_release(epf);
+}
+END_TEST
+
+/* Completions from another thread while the owner adds and finally
+ * closes: every waiter is called back exactly once, whatever the
+ * interleaving (the close waits for callbacks running elsewhere). */
+#define RACE_WAITERS 20000
+
+typedef struct race {
+    hixl_epf_t     *epf;
+    atomic_int      stop;
+    pthread_mutex_t out_lock;   /* guards flushes_out between threads */
+} race_t;
+
+static race_t race;
+
+static ucs_status_ptr_t race_flush(hixl_epf_t *epf, void *ep)
+{
+    (void)epf;
+    (void)ep;
+    pthread_mutex_lock(&race.out_lock);
+    ++flushes_out;
+    pthread_mutex_unlock(&race.out_lock);
+    return (ucs_status_ptr_t)(uintptr_t)0x1;
+}
+
+static void *race_completer(void *arg)
+{
+    int out;
+
+    (void)arg;
+    while (!atomic_load(&race.stop)) {
+        pthread_mutex_lock(&race.out_lock);
+        out = flushes_out;
+        if (out > 0) {
+            --flushes_out;
+        }
+        pthread_mutex_unlock(&race.out_lock);
+        if (out > 0) {
+            hixl_epf_flushed(race.epf, UCS_OK);
+            hixl_epf_release(race.epf);
+        } else {
+            sched_yield();
+        }
+    }
+    return NULL;
+}
+
+START_TEST(test_threads_exactly_once)
+{
+    static counted_t c[RACE_WAITERS];
+    pthread_t tid;
+    int i, spins, total = 0;
+
+    counted_init(c, RACE_WAITERS);
+    flushes_out = 0;
+    atomic_store(&wanted, 0);
+    pthread_mutex_init(&race.out_lock, NULL);
+    atomic_store(&race.stop, 0);
+    race.epf = hixl_epf_create((void*)0x1, race_flush, &wanted);
+    ck_assert_ptr_nonnull(race.epf);
+    hixl_epf_retain(race.epf);   /* the completer may run after close */
+    ck_assert_int_eq(pthread_create(&tid, NULL, race_completer, NULL), 0);
+    for (i = 0; i < RACE_WAITERS; ++i) {
+        hixl_epf_add(race.epf, &c[i].w, 0);
+        if (atomic_exchange(&wanted, 0)) {
+            hixl_epf_progress(race.epf);
+        }
+        /* now and then let the completer catch up, so that completions
+         * really interleave with adds (bounded: the machine may be busy) */
+        for (spins = 0; ((i % 64) == 63) && (spins < 100000) &&
+                        (atomic_load(&c[i - 63].calls) == 0); ++spins) {
+            if (atomic_exchange(&wanted, 0)) {
+                hixl_epf_progress(race.epf);
+            }
+            sched_yield();
+        }
+    }
+    hixl_epf_close(race.epf, UCS_ERR_CANCELED);
+    atomic_store(&race.stop, 1);
+    pthread_join(tid, NULL);
+    while (flushes_out > 0) {     /* late completions after the close */
+        --flushes_out;
+        hixl_epf_flushed(race.epf, UCS_OK);
+        hixl_epf_release(race.epf);
+    }
+    for (i = 0; i < RACE_WAITERS; ++i) {
+        ck_assert_msg(atomic_load(&c[i].calls) == 1, "waiter %d called back "
+                      "%d times", i, atomic_load(&c[i].calls));
+        total += (c[i].status == UCS_OK);
+    }
+    ck_assert_int_gt(total, 0);   /* flushes did complete before the close */
+    ck_assert_uint_eq(atomic_load(&race.epf->refs), 1);
+    hixl_epf_release(race.epf);
+    pthread_mutex_destroy(&race.out_lock);
+}
+END_TEST
+
+static Suite *unit_ep_flush_suite(void)
+{
+    Suite *s = suite_create("unit_ep_flush");
+    TCase *tc = hx_tcase("ep_flush");
+
+    tcase_add_test(tc, test_inline_completion);
+    tcase_add_test(tc, test_inline_error);
+    tcase_add_test(tc, test_group_commit);
+    tcase_add_test(tc, test_due_flush_taken_by_add);
+    tcase_add_test(tc, test_close_settles_everything_once);
+    tcase_add_test(tc, test_threads_exactly_once);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return hx_main(unit_ep_flush_suite());
+}
