@@ -301,7 +301,8 @@ static void ack_msg(ctrl_msg_t *m, const char *name)
 
 static void fake_garbage_ack(int fd)
 {
-    raw_write(fd, "HIXL\x01\x00\x02\x00\x04\x00\x00\x00" "abcd", 16);
+    /* this protocol version, HELLO_ACK, 4 bytes of payload: too short */
+    raw_write(fd, "HIXL\x02\x00\x02\x00\x04\x00\x00\x00" "abcd", 16);
 }
 
 static void fake_worker_addr_empty(int fd)

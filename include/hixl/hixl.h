@@ -229,7 +229,12 @@ HIXL_API hixl_status_t hixl_deregister_mem(hixl_engine_t *engine,
  *
  * Returns ALREADY_CONNECTED if this engine is already connected to remote,
  * TIMEOUT if no answer came in time, FAILED if the remote refused or is not
- * listening (the message says which).
+ * listening (the message says which).  A reconnect from the same engine
+ * replaces its old connection at the remote (which closes it first, so
+ * that nothing the old connection still carries can land); another engine
+ * of the same name while the old one lives is refused with FAILED, and the
+ * message says when to retry (hixl.PeerTimeoutMs after the old one's last
+ * sign of life, if it is gone).
  */
 HIXL_API hixl_status_t hixl_connect(hixl_engine_t *engine, const char *remote_engine,
                            int32_t timeout_ms);

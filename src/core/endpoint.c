@@ -3,11 +3,13 @@
  * handler, and the forced close.
  */
 #include "config.h"
+#include "core/am_xfer.h"
 #include "core/engine.h"
 #include "core/peer.h"
 #include "core/ucx_quiet.h"
 #include "util/log.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,16 +57,16 @@ static const char *hixl_tls_name(void)
 
 /*
  * UCX's error mode decides which transports an endpoint may use: PEER mode
- * only those that can report a dead peer.  On UCX 1.13 that excludes shared
- * memory, so PEER to a peer on this host moves data over tcp loopback.  It is
- * still the default (auto) wherever it reaches the peer: in NONE mode a peer
- * that dies while UCX talks to it over tcp makes UCX abort the surviving
- * process ("Fatal: unexpected error: Endpoint timeout", seen in the put
- * handler of a target whose initiator was killed), and no library may let a
- * peer's crash take its own process down.  Only where PEER cannot reach the
- * peer (UCX_TLS=sm, posix,cma) does auto fall back to NONE; a dead peer is
- * then found on the control connection, and shared memory has no
- * connection for UCX to fail on.
+ * only those that can report a dead peer, which shared memory does in UCX
+ * 1.13 once the engine's context sets MM_ERROR_HANDLING (core/engine.c).
+ * PEER is the default (auto) because only PEER endpoints can be
+ * force-closed: a close that cancels what is queued on the endpoint at
+ * once, which is what ending a connection to a dead or unreachable peer
+ * needs.  Where PEER cannot reach the peer (a UCX without that setting,
+ * UCX_TLS=sm) auto falls back to NONE; a dead peer is then found on the
+ * control connection.  Neither mode keeps UCX from aborting a process
+ * whose peer died during an emulated put: that is why such transfers go
+ * through library messages instead (core/am_xfer.h).
  */
 static ucs_status_t hixl_ep_create_mode(hixl_engine_t *engine,
                                         hixl_peer_t *peer,
@@ -94,12 +96,37 @@ static ucs_status_t hixl_ep_create_mode(hixl_engine_t *engine,
     return ucp_ep_create(engine->ucp_worker, params, &peer->ep);
 }
 
+/* Whether UCX gave the endpoint RDMA lanes (it prints them; the API of
+ * UCX 1.13 has no query for an endpoint's transports).  Puts there are
+ * real remote writes, never emulated with messages. */
+static int hixl_ep_has_rdma(ucp_ep_h ep)
+{
+    static const char *const rdma[] = {"rc_", "dc_", "ud_", "rc/", "dc/",
+                                       "ud/"};
+    char *text = NULL;
+    size_t len = 0, i;
+    FILE *f    = open_memstream(&text, &len);
+    int found  = 0;
+
+    if (f == NULL) {
+        return 0;
+    }
+    ucp_ep_print_info(ep, f);
+    fclose(f);
+    for (i = 0; (text != NULL) && (i < sizeof(rdma) / sizeof(rdma[0])); ++i) {
+        found |= (strstr(text, rdma[i]) != NULL);
+    }
+    free(text);
+    return found;
+}
+
 hixl_status_t hixl_peer_ep_create(hixl_engine_t *engine, hixl_peer_t *peer,
                                   const void *worker_addr, size_t len)
 {
     int mode = engine->opts.error_mode;
     ucp_ep_params_t params;
     ucs_status_t ustatus;
+    hixl_status_t status;
 
     if (len == 0) {
         return hixl_error(HIXL_FAILED, "peer sent an empty worker address");
@@ -127,14 +154,21 @@ hixl_status_t hixl_peer_ep_create(hixl_engine_t *engine, hixl_peer_t *peer,
                           ucs_status_string(ustatus), hixl_tls_name(),
                           (mode == HIXL_ERROR_MODE_PEER) ? "peer" : "none");
     }
+    peer->ep_peer_mode = (mode == HIXL_ERROR_MODE_PEER);
+    peer->ep_rdma      = hixl_ep_has_rdma(peer->ep);
     peer->epf = hixl_epf_create(peer->ep, hixl_epf_ucp_flush,
                                 &engine->progress.flush_wanted);
     if (peer->epf == NULL) {
         return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
     }
-    hixl_log_debug("%s: endpoint in UCX error mode %s", peer->name,
-                   (mode == HIXL_ERROR_MODE_PEER) ? "peer" : "none");
-    return HIXL_SUCCESS;
+    status = hixl_chan_open(engine, peer);
+    if (status != HIXL_SUCCESS) {
+        return status;
+    }
+    hixl_log_debug("%s: endpoint in UCX error mode %s%s", peer->name,
+                   peer->ep_peer_mode ? "peer" : "none",
+                   peer->ep_rdma ? ", RDMA lanes" : "");
+    return hixl_chan_bind(engine, peer->chan, peer->ep_peer_mode);
 }
 
 static void hixl_ep_closed_cb(void *request, ucs_status_t status,
@@ -150,6 +184,7 @@ void hixl_peer_ep_close(hixl_engine_t *engine, hixl_peer_t *peer,
     ucp_request_param_t param;
     ucs_status_ptr_t sp;
 
+    hixl_served_close(engine, peer);   /* accepted: the endpoint we own */
     if (peer->epf != NULL) {
         hixl_epf_close(peer->epf, status);   /* no flush may be issued now */
         peer->epf = NULL;
@@ -159,16 +194,26 @@ void hixl_peer_ep_close(hixl_engine_t *engine, hixl_peer_t *peer,
         param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS |
                              UCP_OP_ATTR_FIELD_CALLBACK |
                              UCP_OP_ATTR_FIELD_USER_DATA;
-        param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
+        /* FORCE cancels what is queued; UCX refuses it in NONE mode (and
+         * then closes nothing): a flush close there */
+        param.flags        = peer->ep_peer_mode ? UCP_EP_CLOSE_FLAG_FORCE : 0;
         param.cb.send      = hixl_ep_closed_cb;
         param.user_data    = peer->ep_err;
         /* the error handler's argument must outlive the close */
         atomic_fetch_add(&peer->ep_err->refs, 1);
         sp = ucp_ep_close_nbx(peer->ep, &param);
         if (!UCS_PTR_IS_PTR(sp)) {
+            if (UCS_PTR_IS_ERR(sp)) {
+                hixl_log_warn("closing the endpoint to %s: %s", peer->name,
+                              ucs_status_string(UCS_PTR_STATUS(sp)));
+            }
             hixl_ep_err_release(peer->ep_err);
         }
         peer->ep = NULL;
+    }
+    if (peer->chan != NULL) {
+        hixl_chan_close(engine, peer->chan);
+        peer->chan = NULL;
     }
     if (peer->ep_err != NULL) {
         hixl_ep_err_release(peer->ep_err);

@@ -4,6 +4,7 @@
  */
 #include "config.h"
 #include "core/engine.h"
+#include "core/am_xfer.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -13,6 +14,9 @@
 #include <string.h>
 #include <sys/random.h>
 #include <unistd.h>
+
+/* How long finalize progresses for callbacks still owed. */
+#define HIXL_ENGINE_SETTLE_MS 1000
 
 /* Engine serials tag handles; 0 is never used so that no valid handle
  * carries an all-zero serial. */
@@ -47,19 +51,62 @@ static void hixl_engine_host_id(hixl_engine_t *engine)
     }
 }
 
-static hixl_status_t hixl_engine_ucx_init(hixl_engine_t *engine)
+static hixl_status_t hixl_engine_worker(hixl_engine_t *engine,
+                                        ucp_worker_h *worker_p)
 {
     ucp_worker_params_t wparams;
     ucp_worker_attr_t wattr;
-    ucp_config_t *config;
-    ucp_params_t params;
     ucs_status_t ustatus;
+
+    memset(&wparams, 0, sizeof(wparams));
+    wparams.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wparams.thread_mode = UCS_THREAD_MODE_MULTI;
+    ustatus = ucp_worker_create(engine->ucp_context, &wparams, worker_p);
+    if (ustatus != UCS_OK) {
+        *worker_p = NULL;
+        return hixl_error(HIXL_FAILED, "ucp_worker_create: %s",
+                          ucs_status_string(ustatus));
+    }
+    memset(&wattr, 0, sizeof(wattr));
+    wattr.field_mask = UCP_WORKER_ATTR_FIELD_THREAD_MODE;
+    ucp_worker_query(*worker_p, &wattr);
+    if (wattr.thread_mode != UCS_THREAD_MODE_MULTI) {
+        return hixl_error(HIXL_UNSUPPORTED, "this UCX gives no multi-thread "
+                          "worker (build UCX with --enable-mt)");
+    }
+    return HIXL_SUCCESS;
+}
+
+/* Settings of the library's own UCX context (never process-wide ones).
+ * MM_ERROR_HANDLING: shared memory supports UCX's PEER error mode, so that
+ * endpoints to peers on this host can be force-closed (UCX 1.13 refuses
+ * that in NONE mode, leaving the endpoint and its operations open) and a
+ * dead peer is reported.  A UCX without the key keeps its default. */
+/* Whether UCX_TLS leaves the shared-memory transports in (a setting for
+ * them that no transport uses makes UCX warn, on stdout). */
+static int hixl_engine_tls_has_sm(void)
+{
+    static const char *const sm[] = {"sm", "posix", "sysv", "mm", "all"};
+    const char *tls = getenv("UCX_TLS");
+    size_t i;
+
+    if ((tls == NULL) || (*tls == '\0') || (*tls == '^')) {
+        return 1;
+    }
+    for (i = 0; i < sizeof(sm) / sizeof(sm[0]); ++i) {
+        if (strstr(tls, sm[i]) != NULL) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void hixl_engine_ucx_config(hixl_engine_t *engine, ucp_config_t *config)
+{
     char value[16];
 
-    ustatus = ucp_config_read(NULL, NULL, &config);
-    if (ustatus != UCS_OK) {
-        return hixl_error(HIXL_FAILED, "ucp_config_read: %s (check UCX_* "
-                          "environment variables)", ucs_status_string(ustatus));
+    if (hixl_engine_tls_has_sm()) {
+        ucp_config_modify(config, "MM_ERROR_HANDLING", "y");
     }
     /* hixl's RDMA options keep their meaning through UCX's IB settings */
     if (engine->opts.rdma_traffic_class >= 0) {
@@ -70,10 +117,25 @@ static hixl_status_t hixl_engine_ucx_init(hixl_engine_t *engine)
         snprintf(value, sizeof(value), "%d", engine->opts.rdma_service_level);
         ucp_config_modify(config, "IB_SL", value);
     }
+}
+
+static hixl_status_t hixl_engine_ucx_init(hixl_engine_t *engine)
+{
+    ucp_config_t *config;
+    ucp_params_t params;
+    ucs_status_t ustatus;
+    hixl_status_t status;
+
+    ustatus = ucp_config_read(NULL, NULL, &config);
+    if (ustatus != UCS_OK) {
+        return hixl_error(HIXL_FAILED, "ucp_config_read: %s (check UCX_* "
+                          "environment variables)", ucs_status_string(ustatus));
+    }
+    hixl_engine_ucx_config(engine, config);
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME |
                         UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-    params.features   = UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP;
+    params.features   = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
     params.name       = "hixl";
     params.mt_workers_shared = 0;
     ustatus = ucp_init(&params, config, &engine->ucp_context);
@@ -85,24 +147,16 @@ static hixl_status_t hixl_engine_ucx_init(hixl_engine_t *engine)
                           ucs_status_string(ustatus));
     }
 
-    memset(&wparams, 0, sizeof(wparams));
-    wparams.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wparams.thread_mode = UCS_THREAD_MODE_MULTI;
-    ustatus = ucp_worker_create(engine->ucp_context, &wparams,
-                                &engine->ucp_worker);
-    if (ustatus != UCS_OK) {
-        engine->ucp_worker = NULL;
-        return hixl_error(HIXL_FAILED, "ucp_worker_create: %s",
-                          ucs_status_string(ustatus));
+    status = hixl_engine_worker(engine, &engine->ucp_worker);
+    if ((status == HIXL_SUCCESS) && engine->listening) {
+        status = hixl_engine_worker(engine, &engine->ucp_worker_in);
     }
-    memset(&wattr, 0, sizeof(wattr));
-    wattr.field_mask = UCP_WORKER_ATTR_FIELD_THREAD_MODE;
-    ucp_worker_query(engine->ucp_worker, &wattr);
-    if (wattr.thread_mode != UCS_THREAD_MODE_MULTI) {
-        return hixl_error(HIXL_UNSUPPORTED, "this UCX gives no multi-thread "
-                          "worker (build UCX with --enable-mt)");
+    if (status != HIXL_SUCCESS) {
+        return status;
     }
-    ustatus = ucp_worker_get_address(engine->ucp_worker, &engine->worker_addr,
+    ustatus = ucp_worker_get_address(engine->listening ?
+                                     engine->ucp_worker_in :
+                                     engine->ucp_worker, &engine->worker_addr,
                                      &engine->worker_addr_len);
     if (ustatus != UCS_OK) {
         engine->worker_addr = NULL;
@@ -137,6 +191,18 @@ static hixl_status_t hixl_engine_init(hixl_engine_t *engine,
         return status;
     }
     status = hixl_engine_ucx_init(engine);
+    if (status == HIXL_SUCCESS) {
+        status = hixl_am_init(engine);
+    }
+    if (status == HIXL_SUCCESS) {
+        status = hixl_chan_init(engine);
+    }
+    if (status == HIXL_SUCCESS) {
+        status = hixl_served_init(engine);
+    }
+    if (status == HIXL_SUCCESS) {
+        status = hixl_am_handlers(engine);
+    }
     if (status != HIXL_SUCCESS) {
         return status;
     }
@@ -155,8 +221,9 @@ hixl_status_t hixl_engine_create(const char *local_engine,
     if (engine == NULL) {
         return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
     }
-    engine->progress.epfd       = -1;
-    engine->progress.worker_efd = -1;
+    engine->progress.epfd          = -1;
+    engine->progress.worker_efd    = -1;
+    engine->progress.worker_efd_in = -1;
     engine->serial              = hixl_engine_next_serial();
     hixl_engine_host_id(engine);
     if (getrandom(&engine->instance, sizeof(engine->instance), 0) !=
@@ -165,6 +232,7 @@ hixl_status_t hixl_engine_create(const char *local_engine,
     }
     pthread_mutex_init(&engine->lock, NULL);
     hixl_cond_init_monotonic(&engine->cond);
+    pthread_rwlock_init(&engine->serve_lock, NULL);
 
     status = hixl_engine_init(engine, local_engine, options, num_options);
     if (status != HIXL_SUCCESS) {
@@ -272,25 +340,47 @@ void hixl_engine_close_peers(hixl_engine_t *engine)
 
 void hixl_engine_destroy_worker(hixl_engine_t *engine)
 {
+    ucp_worker_h addr_worker = (engine->ucp_worker_in != NULL) ?
+                               engine->ucp_worker_in : engine->ucp_worker;
+
     /* UCX completes what the forced closes cancelled from progress, and
      * what was still queued on an endpoint in wire-up only when the worker
      * is destroyed: requests, peers and the engine's locks must outlive
      * ucp_worker_destroy, so it comes first. */
-    if (engine->ucp_worker == NULL) {
-        return;
+    uint64_t deadline = hixl_deadline_ns(HIXL_ENGINE_SETTLE_MS);
+
+    /* Operations of force-closed endpoints are called back (CANCELED)
+     * when UCX's discard of their lanes completes in a later progress call:
+     * give that a moment, so that no request of ours is left to UCX's
+     * worker destroy (which would only warn that it was never returned). */
+    while ((engine->ucp_worker != NULL) && (hixl_am_live(engine) > 0) &&
+           (hixl_now_ns() < deadline)) {
+        hixl_progress_ucx(engine);
     }
-    while (ucp_worker_progress(engine->ucp_worker) != 0) {
-    }
-    if (engine->worker_addr != NULL) {
-        ucp_worker_release_address(engine->ucp_worker, engine->worker_addr);
+    if ((engine->worker_addr != NULL) && (addr_worker != NULL)) {
+        ucp_worker_release_address(addr_worker, engine->worker_addr);
         engine->worker_addr = NULL;
     }
-    ucp_worker_destroy(engine->ucp_worker);
-    engine->ucp_worker = NULL;
+    if (engine->ucp_worker_in != NULL) {
+        while (ucp_worker_progress(engine->ucp_worker_in) != 0) {
+        }
+        ucp_worker_destroy(engine->ucp_worker_in);
+        engine->ucp_worker_in = NULL;
+    }
+    if (engine->ucp_worker != NULL) {
+        while (ucp_worker_progress(engine->ucp_worker) != 0) {
+        }
+        ucp_worker_destroy(engine->ucp_worker);
+        engine->ucp_worker = NULL;
+    }
 }
 
 void hixl_engine_free(hixl_engine_t *engine)
 {
+    hixl_am_cleanup(engine);
+    hixl_chan_table_cleanup(&engine->chans);
+    hixl_served_cleanup(engine);
+    pthread_rwlock_destroy(&engine->serve_lock);
     if (engine->log_held) {
         hixl_log_level_drop(engine->opts.log_level);
     }

@@ -19,11 +19,13 @@
 #ifndef HIXL_CORE_ENGINE_H_
 #define HIXL_CORE_ENGINE_H_
 
+#include "core/channel.h"
 #include "core/mem_table.h"
 #include "core/peer.h"
 #include "core/progress.h"
 #include "core/request.h"
 #include "core/rtable.h"
+#include "core/served.h"
 #include "util/engine_name.h"
 #include "util/options.h"
 
@@ -42,8 +44,14 @@ struct hixl_engine {
     int                log_held;      /* its LogLevel counts (util/log.h) */
 
     ucp_context_h      ucp_context;
-    ucp_worker_h       ucp_worker;
-    ucp_address_t     *worker_addr;
+    /* Two workers, so that UCX never pairs an endpoint this engine creates
+     * with one its peer created (core/served.h): out makes every endpoint
+     * this engine initiates; in, only when the engine listens, is what
+     * connectors reach (its address goes in HELLO_ACK) and never creates
+     * one itself. */
+    ucp_worker_h       ucp_worker;      /* out */
+    ucp_worker_h       ucp_worker_in;   /* in, or NULL */
+    ucp_address_t     *worker_addr;     /* in's when listening, else out's */
     size_t             worker_addr_len;
 
     pthread_mutex_t    lock;
@@ -54,6 +62,13 @@ struct hixl_engine {
     hixl_peer_table_t  peers;
     hixl_mem_table_t   mem;
     uint64_t           next_token;    /* SYNC tokens */
+    /* what UCX callbacks and the library's message handlers look up
+     * (channels, served connections, the region index): they may not take
+     * engine->lock; writers hold both */
+    pthread_rwlock_t   serve_lock;
+    hixl_chan_table_t  chans;
+    hixl_served_t      served;
+    struct hixl_am_pool *am;          /* core/am_xfer.c */
     atomic_uint        cancelled;     /* transfers settled at peer close */
 
     /* injected by device/: drop a remote device key's reference */

@@ -68,6 +68,7 @@ typedef ucs_status_ptr_t (*hixl_epf_flush_fn_t)(hixl_epf_t *epf, void *ep);
 
 struct hixl_epf {
     pthread_spinlock_t   lock;
+    void                *owner;        /* the flush function's context */
     atomic_uint          refs;         /* owner + flushes in flight */
     atomic_uint          calling;      /* callbacks running outside lock */
     void                *ep;           /* NULL once closed */

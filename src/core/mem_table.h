@@ -8,6 +8,7 @@
 #include "util/range_index.h"
 
 #include <hixl/hixl.h>
+#include <stdatomic.h>
 #include <ucp/api/ucp.h>
 
 typedef struct hixl_region {
@@ -22,6 +23,8 @@ typedef struct hixl_region {
     void           *rkey_buf;   /* packed once, sent to every peer */
     size_t          rkey_len;
     struct hixl_dev_reg *dev;   /* device memory: its plugin side */
+    atomic_uint     am_busy;    /* library messages reading or writing it
+                                   right now (core/am_xfer.c) */
 } hixl_region_t;
 
 typedef struct hixl_mem_slot {

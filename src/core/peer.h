@@ -58,10 +58,14 @@ struct hixl_peer {
     char                  name[HIXL_ENGINE_NAME_MAX + 1];   /* canonical */
     char                  alias[HIXL_ENGINE_NAME_MAX + 1];  /* as connected */
     uint64_t              remote_instance;  /* the other engine object */
+    uint64_t              conn_id;      /* the listener's id of it */
+    struct hixl_chan     *chan;         /* outgoing: its channel */
     ctrl_conn_t           conn;
     ucp_ep_h              ep;
     hixl_epf_t           *epf;          /* with the endpoint */
     hixl_ep_err_t        *ep_err;       /* what UCX reported on it */
+    int                   ep_peer_mode; /* in UCX's PEER error mode */
+    int                   ep_rdma;      /* UCX gave it RDMA lanes */
     hixl_rtable_t         rtab;         /* outgoing: the peer's regions */
     atomic_uint           inflight;     /* transfers in flight to it */
     /* what the other engine announced in the handshake */

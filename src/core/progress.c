@@ -17,28 +17,62 @@
 
 /* ---- set-up ---------------------------------------------------------------- */
 
-hixl_status_t hixl_progress_init(hixl_engine_t *engine)
+/* A worker's event fd into the epoll set; -1 when UCX gives none. */
+static int hixl_progress_efd(hixl_engine_t *engine, ucp_worker_h worker)
 {
-    hixl_progress_t *p = &engine->progress;
     struct epoll_event ev;
+    int efd;
 
-    pthread_mutex_init(&p->poll_lock, NULL);
-    p->epfd       = epoll_create1(EPOLL_CLOEXEC);
-    p->worker_efd = -1;
-    if (p->epfd < 0) {
-        return hixl_error(HIXL_FAILED, "epoll_create1: %s", strerror(errno));
-    }
-    if (ucp_worker_get_efd(engine->ucp_worker, &p->worker_efd) != UCS_OK) {
-        p->worker_efd = -1;   /* the progress thread will nap instead */
-        return HIXL_SUCCESS;
+    if ((worker == NULL) || (ucp_worker_get_efd(worker, &efd) != UCS_OK)) {
+        return -1;
     }
     memset(&ev, 0, sizeof(ev));
     ev.events   = EPOLLIN;
     ev.data.u64 = HIXL_POLL_DATA(HIXL_POLL_WORKER, 0);
-    if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->worker_efd, &ev) != 0) {
-        return hixl_error(HIXL_FAILED, "epoll_ctl: %s", strerror(errno));
+    if (epoll_ctl(engine->progress.epfd, EPOLL_CTL_ADD, efd, &ev) != 0) {
+        return -1;
+    }
+    return efd;
+}
+
+hixl_status_t hixl_progress_init(hixl_engine_t *engine)
+{
+    hixl_progress_t *p = &engine->progress;
+
+    pthread_mutex_init(&p->poll_lock, NULL);
+    p->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (p->epfd < 0) {
+        return hixl_error(HIXL_FAILED, "epoll_create1: %s", strerror(errno));
+    }
+    /* without event fds the progress thread naps instead of sleeping */
+    p->worker_efd    = hixl_progress_efd(engine, engine->ucp_worker);
+    p->worker_efd_in = hixl_progress_efd(engine, engine->ucp_worker_in);
+    if ((engine->ucp_worker_in != NULL) && (p->worker_efd_in < 0)) {
+        p->worker_efd = -1;
     }
     return HIXL_SUCCESS;
+}
+
+unsigned hixl_progress_ucx(hixl_engine_t *engine)
+{
+    unsigned n = ucp_worker_progress(engine->ucp_worker);
+
+    if (engine->ucp_worker_in != NULL) {
+        n += ucp_worker_progress(engine->ucp_worker_in);
+    }
+    return n;
+}
+
+/* Arm both workers' event fds: UCS_ERR_BUSY when events arrived meanwhile
+ * (progress them instead of sleeping). */
+static ucs_status_t hixl_progress_arm(hixl_engine_t *engine)
+{
+    ucs_status_t ustatus = ucp_worker_arm(engine->ucp_worker);
+
+    if ((ustatus == UCS_OK) && (engine->ucp_worker_in != NULL)) {
+        ustatus = ucp_worker_arm(engine->ucp_worker_in);
+    }
+    return ustatus;
 }
 
 void hixl_progress_cleanup(hixl_engine_t *engine)
@@ -155,7 +189,7 @@ static unsigned hixl_poll_control(hixl_engine_t *engine, int timeout_ms)
 static unsigned hixl_progress_weighted(hixl_engine_t *engine, unsigned weight)
 {
     hixl_progress_t *p = &engine->progress;
-    unsigned n = ucp_worker_progress(engine->ucp_worker);
+    unsigned n = hixl_progress_ucx(engine);
     unsigned i;
 
     for (i = 0; i < p->nfns; ++i) {
@@ -242,7 +276,7 @@ static void *hixl_progress_main(void *arg)
             continue;
         }
         if (p->worker_efd >= 0) {
-            ustatus = ucp_worker_arm(engine->ucp_worker);
+            ustatus = hixl_progress_arm(engine);
             if (ustatus == UCS_ERR_BUSY) {
                 continue;   /* events arrived meanwhile: progress them */
             }

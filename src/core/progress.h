@@ -54,7 +54,9 @@ typedef void (*hixl_periodic_fn_t)(hixl_engine_t *engine, uint64_t now_ns);
 
 typedef struct hixl_progress {
     int                epfd;
-    int                worker_efd;    /* -1: UCX gave no event fd */
+    int                worker_efd;    /* -1: UCX gave no event fd (either
+                                         worker): nap instead of sleep */
+    int                worker_efd_in;
     pthread_mutex_t    poll_lock;     /* one thread reads the sockets */
     unsigned           poll_count;
     uint64_t           next_periodic_ns;
@@ -75,6 +77,9 @@ typedef struct hixl_progress {
 /* The epoll set and UCX's event fd (engine->ucp_worker exists). */
 hixl_status_t hixl_progress_init(hixl_engine_t *engine);
 void hixl_progress_cleanup(hixl_engine_t *engine);
+
+/* ucp_worker_progress of both workers. */
+unsigned hixl_progress_ucx(hixl_engine_t *engine);
 
 /* Plug in (engine set-up, before the thread starts). */
 void hixl_progress_add(hixl_engine_t *engine, hixl_progress_fn_t fn);

@@ -26,6 +26,8 @@ typedef struct hixl_rregion {
     uint64_t             id;
     uint32_t             mem_type;
     ucp_rkey_h           rkey;      /* NULL: device memory not NIC-mapped */
+    int                  via_am;    /* moved by library messages, not UCX
+                                       puts (core/am_xfer.h) */
     struct hixl_rdev    *dev;       /* device memory: its key */
     struct hixl_rregion *next_dead;
 } hixl_rregion_t;

@@ -48,7 +48,7 @@ static void hixl_accept_event(hixl_engine_t *engine, uint64_t key,
             close(fd);
             continue;
         }
-        ctrl_sock_setup(fd);
+        ctrl_sock_setup(fd, engine->opts.peer_timeout_ms);
         if (hixl_ctrl_peer_create(engine, fd, 0, hixl_deadline_ns(
                 engine->opts.connect_timeout_ms)) == NULL) {
             close(fd);
@@ -108,6 +108,7 @@ static hixl_status_t hixl_send_hello_ack(hixl_engine_t *engine,
                                              strlen(engine->host_id));
     ack.u.hello_ack.max_streams = engine->opts.max_streams;
     ack.u.hello_ack.max_layers  = engine->opts.max_layers;
+    ack.u.hello_ack.conn        = peer->conn_id;
     if (hs->auth_state == HIXL_AUTH_DONE) {
         if (hixl_auth_mac(engine->opts.secret, "listener", hs->nonce_remote,
                           hs->nonce_local, engine->name.canon, peer->name,
@@ -119,26 +120,52 @@ static hixl_status_t hixl_send_hello_ack(hixl_engine_t *engine,
     return hixl_ctrl_send(peer, &ack);
 }
 
+/*
+ * A connector says hello under a name that has a connection here already.
+ * The same engine object (its instance id) has given the old connection up
+ * (it can hold only one to us): the new one replaces it, and the old one is
+ * closed first, endpoint included, so that nothing it still sends can land
+ * (core/served.h).  The same goes when the old connection is dead.  Another
+ * engine under the same name while the old one lives is refused, saying
+ * when the old one would be given up if it is silent.  Returns 1 when peer
+ * was refused.
+ */
+static int hixl_handshake_replace(hixl_engine_t *engine, hixl_peer_t *peer)
+{
+    struct hixl_handshake *hs = peer->hs;
+    char reason[512];
+    hixl_peer_t *old;
+
+    old = hixl_peer_find(engine, hs->claimed, 0);
+    if ((old == NULL) || (old == peer)) {
+        return 0;
+    }
+    if ((old->remote_instance != hs->claimed_instance) &&
+        hixl_conn_alive(old)) {
+        snprintf(reason, sizeof(reason), "another engine named %s is "
+                 "connected to %s (engine names must be unique); if it is "
+                 "gone, it is dropped within hixl.PeerTimeoutMs (%d ms) of "
+                 "its last sign of life: retry after that",
+                 hs->claimed, engine->name.canon,
+                 engine->opts.peer_timeout_ms);
+        return hixl_refuse_hello(engine, peer, HIXL_FAILED, reason);
+    }
+    hixl_peer_close(engine, old, HIXL_FAILED, "replaced by a new connection "
+                    "from %s", (old->remote_instance == hs->claimed_instance) ?
+                    "the same engine" : "an engine of the same name");
+    return 0;
+}
+
 /* Everything after the connector is known (and authenticated, when the
  * engine has a secret): take its name, answer, send the table. */
 static int hixl_handshake_accept(hixl_engine_t *engine, hixl_peer_t *peer)
 {
     struct hixl_handshake *hs = peer->hs;
     char reason[512];
-    hixl_peer_t *old;
     ctrl_msg_t end;
 
-    old = hixl_peer_find(engine, hs->claimed, 0);
-    if ((old != NULL) && (old != peer)) {
-        if (hixl_conn_alive(old)) {
-            snprintf(reason, sizeof(reason), "an engine named %s is already "
-                     "connected to %s (engine names must be unique)",
-                     hs->claimed, engine->name.canon);
-            return hixl_refuse_hello(engine, peer, HIXL_ALREADY_CONNECTED,
-                                     reason);
-        }
-        hixl_peer_close(engine, old, HIXL_FAILED, "replaced by a new "
-                        "connection from the same engine name");
+    if (hixl_handshake_replace(engine, peer)) {
+        return 1;
     }
 
     snprintf(peer->name, sizeof(peer->name), "%s", hs->claimed);
@@ -152,7 +179,8 @@ static int hixl_handshake_accept(hixl_engine_t *engine, hixl_peer_t *peer)
     peer->app_owned = 1;
     hixl_ended_forget(&engine->ctrl->ended, peer->name, 0);
 
-    if ((hixl_send_hello_ack(engine, peer) != HIXL_SUCCESS) ||
+    if ((hixl_served_open(engine, peer) != HIXL_SUCCESS) ||
+        (hixl_send_hello_ack(engine, peer) != HIXL_SUCCESS) ||
         (hixl_peer_accepted(engine, peer) != HIXL_SUCCESS)) {
         hixl_peer_close(engine, peer, HIXL_FAILED, "handshake: %s",
                         hixl_error_message());

@@ -106,6 +106,7 @@ static int hixl_on_hello_ack(hixl_engine_t *engine, hixl_peer_t *peer,
     peer->remote_max_layers  = msg->u.hello_ack.max_layers;
     peer->same_host = (host->len == strlen(engine->host_id)) &&
                       !memcmp(host->ptr, engine->host_id, host->len);
+    peer->conn_id   = msg->u.hello_ack.conn;
     if (hixl_peer_ep_create(engine, peer, msg->u.hello_ack.worker_addr.ptr,
                             msg->u.hello_ack.worker_addr.len) !=
         HIXL_SUCCESS) {
@@ -146,35 +147,40 @@ static int hixl_handshake_over(void *arg)
     return ((hixl_peer_t*)arg)->state != HIXL_PEER_HANDSHAKE;
 }
 
-/* Flush the new endpoint: it completes once UCX has finished wiring up
- * its lanes with the peer, so transfers start on a connected endpoint and a
- * peer that dies meets an idle endpoint, not a wire-up in progress (UCX
- * 1.13 asserts on some wire-up messages from a vanished peer). */
+static int hixl_bind_over(void *arg)
+{
+    hixl_peer_t *peer = arg;
+
+    return (peer->state == HIXL_PEER_CLOSED) || (peer->chan == NULL) ||
+           (atomic_load(&peer->chan->bound) != 0);
+}
+
+/* Wait for BIND_ACK: the listener owns the endpoint UCX made for this
+ * connection (core/served.h), and the answer came back through UCX, so its
+ * lanes are wired up both ways: transfers start on a connected endpoint,
+ * and a peer that dies meets an idle endpoint, not a wire-up in progress
+ * (UCX 1.13 asserts on some wire-up messages from a vanished peer). */
 static hixl_status_t hixl_connect_wire_up(hixl_engine_t *engine,
                                           hixl_peer_t *peer,
                                           uint64_t deadline)
 {
-    hixl_flush_wait_t fw;
-
-    hixl_flush_wait_start(engine, peer, &fw);
-    if (!hixl_engine_wait_busy(engine, deadline, hixl_flush_wait_done, &fw)) {
-        /* closing settles our waiter before this frame goes */
+    if (!hixl_engine_wait_busy(engine, deadline, hixl_bind_over, peer)) {
         hixl_peer_close(engine, peer, HIXL_TIMEOUT, "UCX wire-up did not "
                         "finish in time");
         return hixl_error(HIXL_TIMEOUT, "connect to %s: UCX wire-up did not "
                           "finish within the timeout", peer->name);
     }
-    if (fw.status == UCS_OK) {
-        return HIXL_SUCCESS;
-    }
     if (peer->state == HIXL_PEER_CLOSED) {
         return hixl_error(peer->close_status, "connect to %s: %s", peer->name,
                           peer->close_reason);
     }
-    hixl_peer_close(engine, peer, HIXL_FAILED, "UCX wire-up failed: %s",
-                    ucs_status_string(fw.status));
-    return hixl_error(HIXL_FAILED, "connect to %s: UCX wire-up failed: %s",
-                      peer->name, ucs_status_string(fw.status));
+    if (atomic_load(&peer->chan->bound) < 0) {
+        hixl_peer_close(engine, peer, HIXL_FAILED, "the listener refused the "
+                        "UCX endpoint of the connection");
+        return hixl_error(HIXL_FAILED, "connect to %s: it refused the UCX "
+                          "endpoint of the connection", peer->name);
+    }
+    return HIXL_SUCCESS;
 }
 
 static hixl_status_t hixl_send_hello(hixl_engine_t *engine, hixl_peer_t *peer)
@@ -258,7 +264,8 @@ hixl_status_t hixl_connect_locked(hixl_engine_t *engine, const char *remote,
     }
 
     pthread_mutex_unlock(&engine->lock);
-    status = ctrl_sock_connect(&name, deadline, &fd);
+    status = ctrl_sock_connect(&name, deadline, engine->opts.peer_timeout_ms,
+                               &fd);
     pthread_mutex_lock(&engine->lock);
     if (status != HIXL_SUCCESS) {
         return status;

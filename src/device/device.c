@@ -317,7 +317,7 @@ void hixl_dev_drain(hixl_engine_t *engine)
     while (((atomic_load(&dev->units_live) != 0) ||
             (atomic_load(&dev->barriers_live) != 0)) &&
            (hixl_now_ns() < deadline)) {
-        ucp_worker_progress(engine->ucp_worker);
+        hixl_progress_ucx(engine);
         hixl_dev_progress(engine);
     }
     if (atomic_load(&dev->units_live) != 0) {

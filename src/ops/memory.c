@@ -155,7 +155,10 @@ static hixl_status_t hixl_region_add(hixl_engine_t *engine,
                             region->range.len, other->addr, other->len);
         goto out;
     }
+    /* the library's message handlers read the index under serve_lock */
+    pthread_rwlock_wrlock(&engine->serve_lock);
     status = hixl_mem_table_insert(&engine->mem, engine->serial, region);
+    pthread_rwlock_unlock(&engine->serve_lock);
     if (status != HIXL_SUCCESS) {
         goto out;
     }
@@ -380,6 +383,13 @@ static unsigned hixl_revoke(hixl_engine_t *engine, hixl_region_t *region)
     return silent;
 }
 
+/* No library message still reads or writes the region (they began
+ * before it left the index). */
+static int hixl_region_idle(void *arg)
+{
+    return atomic_load(&((hixl_region_t*)arg)->am_busy) == 0;
+}
+
 hixl_status_t hixl_deregister_mem(hixl_engine_t *engine,
                                   hixl_mem_handle_t handle)
 {
@@ -399,8 +409,11 @@ hixl_status_t hixl_deregister_mem(hixl_engine_t *engine,
                           "or from another engine)", (void*)handle);
     }
     if (!region->revoked) {
-        /* no new descriptor, local or announced, can name it from here */
+        /* no new descriptor, local or announced, and no library message
+         * can name it from here */
+        pthread_rwlock_wrlock(&engine->serve_lock);
         hixl_range_remove(&engine->mem.by_addr, &region->range);
+        pthread_rwlock_unlock(&engine->serve_lock);
         region->revoked = 1;
         silent = hixl_revoke(engine, region);
         if (silent != 0) {
@@ -424,7 +437,19 @@ hixl_status_t hixl_deregister_mem(hixl_engine_t *engine,
                           engine->opts.connect_timeout_ms,
                           hixl_ms_left(region->revoke_grace_ns));
     }
+    if (!hixl_engine_wait_busy(engine, hixl_deadline_ns(
+            engine->opts.connect_timeout_ms), hixl_region_idle, region)) {
+        pthread_mutex_unlock(&engine->lock);
+        return hixl_error(HIXL_TIMEOUT, "region [0x%" PRIx64 ", +%" PRIu64
+                          ") is still being read or written by %u message(s) "
+                          "of peers after %d ms; keep the memory and call "
+                          "hixl_deregister_mem again", region->range.addr,
+                          region->range.len, atomic_load(&region->am_busy),
+                          engine->opts.connect_timeout_ms);
+    }
+    pthread_rwlock_wrlock(&engine->serve_lock);
     hixl_mem_table_remove(&engine->mem, region);
+    pthread_rwlock_unlock(&engine->serve_lock);
     pthread_mutex_unlock(&engine->lock);
 
     hixl_region_free(engine, region);
@@ -446,6 +471,34 @@ void hixl_memory_cleanup(hixl_engine_t *engine)
 }
 
 /* ---- the peer's side: its regions in our table ---------------------------- */
+
+/*
+ * How transfers reach a remote host region (core/am_xfer.h): UCX puts and
+ * gets where they are real (UCX maps the memory here, ucp_rkey_ptr: shared
+ * memory it allocated; or the endpoint has RDMA lanes), the library's own
+ * messages where UCX would emulate them with messages whose handler aborts
+ * the target when this engine dies (tcp), or fill a shared-memory queue
+ * that a death can block for good (memory UCX did not allocate).
+ * hixl.DataPath forces either.
+ */
+static int hixl_rregion_via_am(hixl_engine_t *engine, hixl_peer_t *peer,
+                               hixl_rregion_t *rr)
+{
+    void *mapped;
+
+    if ((rr->mem_type != HIXL_MEM_HOST) || (rr->rkey == NULL)) {
+        return 0;   /* device memory has paths of its own */
+    }
+    switch (engine->opts.data_path) {
+    case HIXL_DATA_PATH_RMA:
+        return 0;
+    case HIXL_DATA_PATH_AM:
+        return 1;
+    default:
+        return !peer->ep_rdma &&
+               (ucp_rkey_ptr(rr->rkey, rr->range.addr, &mapped) != UCS_OK);
+    }
+}
 
 /* MEM_ADD: a region the listener registered (and its composite key). */
 static int hixl_on_mem_add(hixl_engine_t *engine, hixl_peer_t *peer,
@@ -507,6 +560,7 @@ static int hixl_on_mem_add(hixl_engine_t *engine, hixl_peer_t *peer,
             goto free;
         }
     }
+    rr->via_am = hixl_rregion_via_am(engine, peer, rr);
     status = hixl_rtable_insert(&peer->rtab, rr,
                                 engine->opts.max_remote_regions);
     if (status == HIXL_SUCCESS) {

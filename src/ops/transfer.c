@@ -19,6 +19,7 @@
 #include "ops/transfer.h"
 #include "ops/memory.h"
 #include "ops/notify.h"
+#include "core/am_xfer.h"
 #include "device/device_path.h"
 #include "util/args.h"
 #include "util/array.h"
@@ -45,6 +46,7 @@ struct hixl_xfer {
 typedef struct hixl_xfer_plan {
     hixl_xfer_slot_t *slots;
     int               all_host;      /* no descriptor needs device/ */
+    int               any_am;        /* one goes by library messages */
     int               remote_miss;   /* a remote range not in the table:
                                         the peer may have to be asked */
 } hixl_xfer_plan_t;
@@ -103,6 +105,7 @@ static hixl_status_t hixl_xfer_resolve(hixl_engine_t *engine,
     s->path = HIXL_PATH_UCX;
     if ((s->local->type == HIXL_MEM_HOST) &&
         (s->remote->mem_type == HIXL_MEM_HOST)) {
+        plan->any_am |= s->remote->via_am;
         return HIXL_SUCCESS;
     }
     /* device memory on either side: some path must carry it, or the
@@ -130,6 +133,7 @@ static hixl_status_t hixl_xfer_validate(hixl_engine_t *engine,
     }
     plan->slots       = x->slots;
     plan->all_host    = 1;
+    plan->any_am      = 0;
     plan->remote_miss = 0;
     for (i = 0; i < num_descs; ++i) {
         if (descs[i].len == 0) {
@@ -182,6 +186,25 @@ static void hixl_xfer_rma_failed(hixl_request_t *req, size_t i,
                   ucs_status_string(ustatus));
 }
 
+/* A host descriptor of a request: by the library's messages where the
+ * remote region asks for them, else a UCX put or get. */
+static ucs_status_t hixl_xfer_host(hixl_engine_t *engine, hixl_peer_t *peer,
+                                   hixl_request_t *req,
+                                   const hixl_transfer_op_desc_t *d,
+                                   const hixl_xfer_slot_t *s)
+{
+    if (!s->remote->via_am) {
+        return hixl_xfer_rma(peer, req->op, d, s);
+    }
+    if (req->op == HIXL_WRITE) {
+        return hixl_am_write(engine, peer->chan, req,
+                             (const void*)d->local_addr, d->remote_addr,
+                             d->len);
+    }
+    return hixl_am_read(engine, peer->chan, req, (void*)d->local_addr,
+                        d->remote_addr, d->len);
+}
+
 /* Post every descriptor of a plan (device ones through device/).  The
  * first failure is recorded in req and the rest is not posted; what was
  * posted is still flushed before the request ends. */
@@ -206,7 +229,8 @@ static void hixl_xfer_post(hixl_engine_t *engine, hixl_peer_t *peer,
             }
             continue;
         }
-        ustatus = hixl_xfer_rma(peer, req->op, &descs[i], &plan->slots[i]);
+        ustatus = hixl_xfer_host(engine, peer, req, &descs[i],
+                                 &plan->slots[i]);
         if (ustatus != UCS_OK) {
             hixl_xfer_rma_failed(req, i, ustatus);
             break;
@@ -371,7 +395,7 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
      * counts only after, and only if it is still in flight: until this
      * returns, engine->lock keeps the peer alive, and our own hold keeps
      * any completion from dropping those counts before we took them. */
-    if (plan.all_host && (notify == NULL)) {
+    if (plan.all_host && !plan.any_am && (notify == NULL)) {
         /* The puts go out first, and the request (available, checked
          * above; we are its only taker) is filled in after them, off the
          * path a waiting peer sees. */
@@ -392,7 +416,7 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
     req->peer = peer;
     if (ustatus != UCS_OK) {
         hixl_xfer_rma_failed(req, failed_at, ustatus);
-    } else if (!plan.all_host || (notify != NULL)) {
+    } else if (!plan.all_host || plan.any_am || (notify != NULL)) {
         hixl_xfer_post(engine, peer, req, descs, num_descs, &plan);
     }
     /* what was posted is flushed, after a failure too: it must be done

@@ -17,12 +17,10 @@ typedef enum hixl_opt_kind {
     HIXL_OPT_BOOL,
     HIXL_OPT_INT,        /* int32 within [min, max] */
     HIXL_OPT_UINT,       /* uint32 within [min, max] */
-    HIXL_OPT_LOG_LEVEL,
-    HIXL_OPT_ERROR_MODE,
+    HIXL_OPT_ENUM,       /* one of the row's names, stored as its index */
     HIXL_OPT_SECRET,     /* a string never printed */
     HIXL_OPT_BUFFER_POOL,
-    HIXL_OPT_STRING,     /* copied into a char[max] field */
-    HIXL_OPT_DEVICE_PATH
+    HIXL_OPT_STRING      /* copied into a char[max] field */
 } hixl_opt_kind_t;
 
 typedef struct hixl_opt_row {
@@ -34,107 +32,137 @@ typedef struct hixl_opt_row {
     int64_t          multiple_of;  /* 0: any value */
     size_t           offset;       /* into hixl_opts_t */
     const char      *help;
+    const char *const *names;      /* HIXL_OPT_ENUM: NULL-terminated, in
+                                      the order of the field's enum */
 } hixl_opt_row_t;
 
 #define OFF(_f) offsetof(hixl_opts_t, _f)
+
+static const char *const hixl_log_level_names[] = {
+    "error", "warn", "info", "debug", "trace", NULL
+};
+static const char *const hixl_error_mode_names[] = {  /* hixl_error_mode_t */
+    "auto", "peer", "none", NULL
+};
+static const char *const hixl_device_path_names[] = { /* hixl_device_path_t */
+    "auto", "ipc", "nic", "staging", NULL
+};
+static const char *const hixl_data_path_names[] = {   /* hixl_data_path_t */
+    "auto", "rma", "am", NULL
+};
 
 static const hixl_opt_row_t hixl_opt_table[] = {
     {"BufferPool", "HIXL_BUFFER_POOL", HIXL_OPT_BUFFER_POOL, "4:8", 0, 0, 0,
      OFF(buffer_pool_count),
      "Staging pool as \"count:MiB\" for paths that cannot move memory "
-     "directly (device memory through host); \"0:0\" disables it"},
+     "directly (device memory through host); \"0:0\" disables it", NULL},
     {"RdmaTrafficClass", "HIXL_RDMA_TRAFFIC_CLASS", HIXL_OPT_INT, "-1", -1,
      255, 4, OFF(rdma_traffic_class),
      "RDMA traffic class (0..255, multiple of 4) given to UCX as "
-     "UCX_IB_TRAFFIC_CLASS; -1 keeps UCX's default"},
+     "UCX_IB_TRAFFIC_CLASS; -1 keeps UCX's default", NULL},
     {"RdmaServiceLevel", "HIXL_RDMA_SERVICE_LEVEL", HIXL_OPT_INT, "-1", -1, 7,
      0, OFF(rdma_service_level),
      "RDMA service level (0..7) given to UCX as UCX_IB_SL; -1 keeps UCX's "
-     "default"},
+     "default", NULL},
     {"AutoConnect", "HIXL_AUTO_CONNECT", HIXL_OPT_BOOL, "0", 0, 1, 0,
      OFF(auto_connect),
      "Connect on first transfer or notify to an unconnected remote, within "
-     "hixl.ConnectTimeoutMs"},
+     "hixl.ConnectTimeoutMs", NULL},
     {"hixl.ProgressThread", "HIXL_PROGRESS_THREAD", HIXL_OPT_BOOL, "1", 0, 1,
      0, OFF(progress_thread),
      "Run an engine progress thread, so a passive target needs no calls; "
-     "0: progress only inside hixl calls (status polls drive it)"},
+     "0: progress only inside hixl calls (status polls drive it)", NULL},
     {"hixl.ProgressSpinUs", "HIXL_PROGRESS_SPIN_US", HIXL_OPT_INT, "200", 0,
      10000000, 0, OFF(progress_spin_us),
      "Microseconds the progress thread keeps polling after the last activity "
-     "before it sleeps on the event fd"},
+     "before it sleeps on the event fd", NULL},
     {"hixl.ListenEphemeral", "HIXL_LISTEN_EPHEMERAL", HIXL_OPT_BOOL, "0", 0,
      1, 0, OFF(listen_ephemeral),
      "With a name \"ip:0\", listen on a port the kernel picks (see "
-     "hixl_engine_name) instead of being client-only"},
+     "hixl_engine_name) instead of being client-only", NULL},
     {"hixl.ConnectTimeoutMs", "HIXL_CONNECT_TIMEOUT_MS", HIXL_OPT_INT, "3000",
      1, INT32_MAX, 0, OFF(connect_timeout_ms),
-     "Timeout of connects made by AutoConnect and of memory-table refreshes"},
+     "Timeout of connects made by AutoConnect and of memory-table refreshes", NULL},
     {"hixl.TransferTimeoutMs", "HIXL_TRANSFER_TIMEOUT_MS", HIXL_OPT_INT,
      "30000", 1, INT32_MAX, 0, OFF(transfer_timeout_ms),
-     "Deadline of an async transfer whose args give none"},
+     "Deadline of an async transfer whose args give none", NULL},
     {"hixl.FinalizeTimeoutMs", "HIXL_FINALIZE_TIMEOUT_MS", HIXL_OPT_INT,
      "3000", 0, INT32_MAX, 0, OFF(finalize_timeout_ms),
      "How long hixl_finalize lets transfers in flight land before it "
-     "cancels them (0: cancel at once)"},
+     "cancels them (0: cancel at once)", NULL},
     {"hixl.MaxRequests", "HIXL_MAX_REQUESTS", HIXL_OPT_UINT, "16384", 1,
      1 << 24, 0, OFF(max_requests),
-     "Async requests in flight per engine (the request pool)"},
+     "Async requests in flight per engine (the request pool)", NULL},
     {"hixl.NotifyQueueDepth", "HIXL_NOTIFY_QUEUE_DEPTH", HIXL_OPT_UINT,
      "4096", 1, 1 << 24, 0, OFF(notify_queue_depth),
      "Notifies held for hixl_get_notifies; a sender to a full queue gets "
-     "RESOURCE_EXHAUSTED"},
+     "RESOURCE_EXHAUSTED", NULL},
     {"hixl.MaxNotifySize", "HIXL_MAX_NOTIFY_SIZE", HIXL_OPT_UINT, "65536", 0,
      1 << 24, 0, OFF(max_notify_size),
-     "Largest notify message in bytes, sent or accepted"},
+     "Largest notify message in bytes, sent or accepted", NULL},
     {"hixl.MaxRemoteRegions", "HIXL_MAX_REMOTE_REGIONS", HIXL_OPT_UINT,
      "65536", 1, 1 << 24, 0, OFF(max_remote_regions),
-     "Regions accepted from one peer; a peer announcing more is disconnected"},
+     "Regions accepted from one peer; a peer announcing more is disconnected", NULL},
     {"hixl.MaxStreams", "HIXL_MAX_STREAMS", HIXL_OPT_UINT, "1024", 1,
      1 << 20, 0, OFF(max_streams),
-     "Layer-signal streams per peer (stream ids 0..MaxStreams-1)"},
+     "Layer-signal streams per peer (stream ids 0..MaxStreams-1)", NULL},
     {"hixl.MaxLayers", "HIXL_MAX_LAYERS", HIXL_OPT_UINT, "256", 1, 1 << 16,
      0, OFF(max_layers),
-     "Layers per stream (layer ids 0..MaxLayers-1)"},
-    {"hixl.ErrorMode", "HIXL_ERROR_MODE", HIXL_OPT_ERROR_MODE, "auto", 0, 0,
+     "Layers per stream (layer ids 0..MaxLayers-1)", NULL},
+    {"hixl.ErrorMode", "HIXL_ERROR_MODE", HIXL_OPT_ENUM, "auto", 0, 0,
      0, OFF(error_mode),
      "UCX error handling of endpoints: peer (UCX reports a dead peer; only "
      "transports that can are used, and UCX 1.13 shared memory cannot), none "
      "(every transport, but UCX may abort this process when a peer dies "
      "during a tcp transfer), auto (peer where it reaches the peer, else "
-     "none: UCX_TLS=sm gets shared memory)"},
+     "none: UCX_TLS=sm gets shared memory)", hixl_error_mode_names},
+    {"hixl.DataPath", "HIXL_DATA_PATH", HIXL_OPT_ENUM, "auto", 0, 0, 0,
+     OFF(data_path),
+     "How transfers move: rma (UCX puts and gets, completion by endpoint "
+     "flush), am (library messages the target checks and acknowledges), or "
+     "auto: rma where UCX has native remote-memory lanes to the peer "
+     "(shared memory, CMA, RDMA), am where it would emulate puts with "
+     "messages (tcp), whose handler aborts the target if the initiator "
+     "dies mid-put", hixl_data_path_names},
+    {"hixl.PeerTimeoutMs", "HIXL_PEER_TIMEOUT_MS", HIXL_OPT_INT, "10000",
+     1000, 3600000, 0, OFF(peer_timeout_ms),
+     "How long a silent peer stays connected: its control connection's "
+     "unacknowledged bytes and keepalive probes time out after it, and the "
+     "peer is then closed (its transfers, layer flushes and waits end "
+     "FAILED)", NULL},
     {"hixl.Secret", "HIXL_SECRET", HIXL_OPT_SECRET, "", 0, 0, 0,
      OFF(secret),
      "Shared secret: peers must prove it (HMAC-SHA256 challenge, both ways) "
      "before any worker address, memory table or remote key leaves the "
-     "engine; unset: no authentication"},
-    {"hixl.LogLevel", "HIXL_LOG_LEVEL", HIXL_OPT_LOG_LEVEL, "warn", 0, 0, 0,
+     "engine; unset: no authentication", NULL},
+    {"hixl.LogLevel", "HIXL_LOG_LEVEL", HIXL_OPT_ENUM, "warn", 0, 0, 0,
      OFF(log_level),
-     "error, warn, info, debug or trace (process-wide)"},
+     "error, warn, info, debug or trace (the process logs at the most "
+     "verbose level of its engines)", hixl_log_level_names},
     {"hixl.PluginDir", "HIXL_PLUGIN_DIR", HIXL_OPT_STRING, "", 0,
      sizeof(((hixl_opts_t*)0)->plugin_dir), 0, OFF(plugin_dir),
      "Directories (':'-separated) searched for memory-type plugins "
-     "(hixl_mem_<name>.so) before the installation's plugin directory"},
+     "(hixl_mem_<name>.so) before the installation's plugin directory", NULL},
     {"hixl.Plugins", "HIXL_PLUGINS", HIXL_OPT_STRING, "all", 0,
      sizeof(((hixl_opts_t*)0)->plugins), 0, OFF(plugins),
      "Memory-type plugins this engine uses: all, none, or names "
-     "(\"ascend\")"},
+     "(\"ascend\")", NULL},
     {"hixl.PluginRuntime", "HIXL_PLUGIN_RUNTIME", HIXL_OPT_STRING, "", 0,
      sizeof(((hixl_opts_t*)0)->plugin_runtime), 0, OFF(plugin_runtime),
      "Device runtime library a plugin loads instead of its default, as "
      "name=library[,name=library] (ascend: libascendcl.so); one runtime per "
-     "process"},
-    {"hixl.DevicePath", "HIXL_DEVICE_PATH", HIXL_OPT_DEVICE_PATH, "auto", 0,
+     "process", NULL},
+    {"hixl.DevicePath", "HIXL_DEVICE_PATH", HIXL_OPT_ENUM, "auto", 0,
      0, 0, OFF(device_path),
      "How descriptors with device memory move: auto (IPC device copy on "
      "this node, else UCX when both sides are NIC-registered, else staging "
      "through BufferPool), or only ipc, nic or staging (others are "
-     "UNSUPPORTED)"},
+     "UNSUPPORTED)", hixl_device_path_names},
     {"hixl.DeviceNicReg", "HIXL_DEVICE_NIC_REG", HIXL_OPT_BOOL, "0", 0, 1, 0,
      OFF(device_nic_reg),
      "Also register device memory with UCX (ucp_mem_map) so that peers on "
      "other nodes reach it with RDMA; needs a NIC that can reach device "
-     "memory (peer-memory support), else the region is staged"},
+     "memory (peer-memory support), else the region is staged", NULL},
 };
 
 #define HIXL_OPT_ROWS (sizeof(hixl_opt_table) / sizeof(hixl_opt_table[0]))
@@ -160,16 +188,25 @@ static hixl_status_t hixl_opt_bad(const hixl_opt_row_t *row, const char *value,
                       row->key, row->env, value, why);
 }
 
+/* "expected a, b or c" for an enum row. */
+static const char *hixl_opt_names_text(const hixl_opt_row_t *row, char *buf,
+                                       size_t len)
+{
+    size_t i, n = 0;
+
+    n += (size_t)snprintf(buf, len, "expected");
+    for (i = 0; (row->names[i] != NULL) && (n < len); ++i) {
+        n += (size_t)snprintf(buf + n, len - n, "%s %s",
+                              (i == 0) ? "" : (row->names[i + 1] == NULL) ?
+                              " or" : ",", row->names[i]);
+    }
+    return buf;
+}
+
 static hixl_status_t hixl_opt_set(const hixl_opt_row_t *row, const char *value,
                                   hixl_opts_t *opts)
 {
     char *field = (char*)opts + row->offset;
-    static const char *const levels[] = {"error", "warn", "info", "debug",
-                                         "trace"};
-    /* in hixl_error_mode_t order */
-    static const char *const modes[] = {"auto", "peer", "none"};
-    /* in hixl_device_path_t order */
-    static const char *const paths[] = {"auto", "ipc", "nic", "staging"};
     char range[96];
     int64_t v, count, mib;
     const char *colon;
@@ -207,23 +244,15 @@ static hixl_status_t hixl_opt_set(const hixl_opt_row_t *row, const char *value,
             *(uint32_t*)field = (uint32_t)v;
         }
         return HIXL_SUCCESS;
-    case HIXL_OPT_LOG_LEVEL:
-        for (i = 0; i < sizeof(levels) / sizeof(levels[0]); ++i) {
-            if (!strcasecmp(value, levels[i])) {
+    case HIXL_OPT_ENUM:
+        for (i = 0; row->names[i] != NULL; ++i) {
+            if (!strcasecmp(value, row->names[i])) {
                 *(int32_t*)field = (int32_t)i;
                 return HIXL_SUCCESS;
             }
         }
-        return hixl_opt_bad(row, value, "expected error, warn, info, debug "
-                                        "or trace");
-    case HIXL_OPT_ERROR_MODE:
-        for (i = 0; i < sizeof(modes) / sizeof(modes[0]); ++i) {
-            if (!strcasecmp(value, modes[i])) {
-                *(int32_t*)field = (int32_t)i;
-                return HIXL_SUCCESS;
-            }
-        }
-        return hixl_opt_bad(row, value, "expected auto, peer or none");
+        return hixl_opt_bad(row, value, hixl_opt_names_text(row, range,
+                                                            sizeof(range)));
     case HIXL_OPT_STRING:
         if (strlen(value) >= (size_t)row->max) {
             snprintf(range, sizeof(range), "longer than %" PRId64 " bytes",
@@ -232,14 +261,6 @@ static hixl_status_t hixl_opt_set(const hixl_opt_row_t *row, const char *value,
         }
         snprintf(field, (size_t)row->max, "%s", value);
         return HIXL_SUCCESS;
-    case HIXL_OPT_DEVICE_PATH:
-        for (i = 0; i < sizeof(paths) / sizeof(paths[0]); ++i) {
-            if (!strcasecmp(value, paths[i])) {
-                *(int32_t*)field = (int32_t)i;
-                return HIXL_SUCCESS;
-            }
-        }
-        return hixl_opt_bad(row, value, "expected auto, ipc, nic or staging");
     case HIXL_OPT_SECRET:
         if (strlen(value) >= sizeof(opts->secret)) {
             return hixl_opt_bad(row, "(secret)", "longer than 255 bytes");

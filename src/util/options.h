@@ -25,6 +25,13 @@ typedef enum hixl_device_path {
     HIXL_DEVICE_PATH_STAGING
 } hixl_device_path_t;
 
+/* hixl.DataPath: how transfers move (core/am_path.h). */
+typedef enum hixl_data_path {
+    HIXL_DATA_PATH_AUTO,
+    HIXL_DATA_PATH_RMA,
+    HIXL_DATA_PATH_AM
+} hixl_data_path_t;
+
 typedef enum hixl_opt_source {
     HIXL_OPT_DEFAULT,
     HIXL_OPT_ENV,
@@ -54,6 +61,8 @@ typedef struct hixl_opts {
     uint32_t max_layers;
     int32_t  log_level;
     int32_t  error_mode;             /* hixl_error_mode_t */
+    int32_t  data_path;              /* hixl_data_path_t */
+    int32_t  peer_timeout_ms;
     char     secret[256];            /* "" when unset */
     /* memory-type plugins and device paths */
     char     plugin_dir[1024];       /* searched before the install dir */

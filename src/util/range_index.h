@@ -30,6 +30,11 @@ static inline hixl_range_t *
 hixl_range_find(hixl_range_index_t *idx, uint64_t addr, uint64_t len,
                 hixl_range_t **straddle);
 
+/* The same without touching the hint, for readers that share the index
+ * (handlers under a read lock). */
+static inline const hixl_range_t *
+hixl_range_lookup(const hixl_range_index_t *idx, uint64_t addr, uint64_t len);
+
 /* Any range overlapping [addr, addr + len), or NULL. */
 hixl_range_t *hixl_range_overlap(const hixl_range_index_t *idx, uint64_t addr,
                                  uint64_t len);
@@ -74,6 +79,15 @@ hixl_range_find(hixl_range_index_t *idx, uint64_t addr, uint64_t len,
         *straddle = idx->items[i];
     }
     return NULL;
+}
+
+static inline const hixl_range_t *
+hixl_range_lookup(const hixl_range_index_t *idx, uint64_t addr, uint64_t len)
+{
+    size_t i = hixl_range_floor(idx, addr);
+
+    return ((i < idx->count) && hixl_range_holds(idx->items[i], addr, len)) ?
+           idx->items[i] : NULL;
 }
 
 #endif

@@ -17,19 +17,28 @@
 
 #define CTRL_RX_CHUNK (64 * 1024)
 
-void ctrl_sock_setup(int fd)
+void ctrl_sock_setup(int fd, int peer_timeout_ms)
 {
-    int one = 1, idle = 10, intvl = 5, cnt = 3;
+    int one = 1, cnt = 3;
+    int idle    = (peer_timeout_ms / 3000 > 0) ? peer_timeout_ms / 3000 : 1;
+    int intvl   = (peer_timeout_ms / 6000 > 0) ? peer_timeout_ms / 6000 : 1;
+    unsigned ut = (unsigned)peer_timeout_ms;
 
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     fcntl(fd, F_SETFD, FD_CLOEXEC);
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    /* A peer whose host vanishes without a FIN/RST is found by keepalive
-     * (idle 10 s + 3 probes 5 s apart) rather than never. */
+    /* A peer whose host vanished, or that a partition cut off, answers
+     * nothing: keepalive probes find it on an idle connection (from a
+     * third of the timeout on), and TCP_USER_TIMEOUT bounds how long sent
+     * bytes or probes may stay unacknowledged, which keepalive alone
+     * cannot (it stops probing while data is in flight, and the kernel's
+     * retransmissions then last ~15 minutes).  The socket then fails with
+     * ETIMEDOUT and the peer is closed. */
     setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof(ut));
 }
 
 void ctrl_conn_init(ctrl_conn_t *conn, int fd)
@@ -300,7 +309,7 @@ hixl_status_t ctrl_sock_listen(const hixl_name_t *name, int *fd_p,
 }
 
 hixl_status_t ctrl_sock_connect(const hixl_name_t *name, uint64_t deadline_ns,
-                                int *fd_p)
+                                int peer_timeout_ms, int *fd_p)
 {
     struct pollfd pfd;
     socklen_t len;
@@ -310,7 +319,7 @@ hixl_status_t ctrl_sock_connect(const hixl_name_t *name, uint64_t deadline_ns,
     if (fd < 0) {
         return hixl_error(HIXL_FAILED, "socket: %s", strerror(errno));
     }
-    ctrl_sock_setup(fd);
+    ctrl_sock_setup(fd, peer_timeout_ms);
     rc = connect(fd, (const struct sockaddr*)&name->addr, name->addrlen);
     if ((rc != 0) && (errno != EINPROGRESS)) {
         err = errno;

@@ -67,10 +67,11 @@ hixl_status_t ctrl_sock_listen(const hixl_name_t *name, int *fd_p,
 
 /* Connect within the deadline; FAILED (refused, unreachable) or TIMEOUT. */
 hixl_status_t ctrl_sock_connect(const hixl_name_t *name, uint64_t deadline_ns,
-                                int *fd_p);
+                                int peer_timeout_ms, int *fd_p);
 
 /* Socket options every control socket gets (non-blocking, no Nagle,
- * keepalive, close-on-exec). */
-void ctrl_sock_setup(int fd);
+ * close-on-exec, and a silent peer's bound: keepalive and
+ * TCP_USER_TIMEOUT from hixl.PeerTimeoutMs). */
+void ctrl_sock_setup(int fd, int peer_timeout_ms);
 
 #endif

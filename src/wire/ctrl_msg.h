@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #define CTRL_MAGIC        0x4c584948u   /* "HIXL" read as little-endian */
-#define CTRL_VERSION      1
+#define CTRL_VERSION      2
 #define CTRL_HDR_LEN      12
 #define CTRL_MAX_NAME     255           /* engine and notify names */
 #define CTRL_MAX_REASON   1024
@@ -76,6 +76,8 @@ typedef struct ctrl_msg {
             uint32_t     max_streams;  /* layer signals it accepts */
             uint32_t     max_layers;
             ctrl_bytes_t proof;        /* listener's MAC, when authenticated */
+            uint64_t     conn;         /* the connection's id: BIND names it
+                                          (core/served.h) */
         } hello_ack;
         struct {
             uint64_t     id;

@@ -1,0 +1,74 @@
+/*
+ * The library's active messages: what engines send each other through UCX
+ * itself (the control connection carries the rest).
+ *
+ *   BIND       connector -> listener's in worker, with UCX's REPLY flag:
+ *              "the endpoint this arrives on serves connection <conn>"
+ *   BIND_ACK   back on it: the listener owns that endpoint now
+ *   WRITE      (am data path) data for [addr, +len) of connection <conn>
+ *   WRITE_ACK  the bytes are in the target's memory (or why not)
+ *   READ       (am data path) send me [addr, +len)
+ *   READ_DATA  the bytes, or why not
+ *
+ * Every message has the same fixed header, checked before use (magic,
+ * version, length): a message from something that is not this library is
+ * dropped.  Both sides run the same library on the same architecture, so
+ * the header is in host byte order.
+ */
+#ifndef HIXL_CORE_AM_PROTO_H_
+#define HIXL_CORE_AM_PROTO_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+    HIXL_AM_BIND = 1,
+    HIXL_AM_BIND_ACK,
+    HIXL_AM_WRITE,
+    HIXL_AM_WRITE_ACK,
+    HIXL_AM_READ,
+    HIXL_AM_READ_DATA,
+    HIXL_AM_LAST
+};
+
+#define HIXL_AM_MAGIC   0x4d415848u   /* "HXAM" */
+#define HIXL_AM_VERSION 1
+
+/* flags */
+#define HIXL_AM_FLAG_SLOT      1u     /* the epoch slot of the operation */
+#define HIXL_AM_FLAG_ERR_PEER  2u     /* BIND: the endpoint is in PEER mode */
+
+typedef struct hixl_am_hdr {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t flags;
+    uint64_t conn;     /* the listener's id of the connection */
+    uint64_t chan;     /* the connector's id of it (echoed in answers) */
+    uint64_t cookie;   /* the connector's request handle (echoed) */
+    uint64_t addr;     /* in the listener's memory */
+    uint64_t len;
+    uint64_t local;    /* READ: where the data goes at the connector */
+    int32_t  status;   /* answers: hixl_status_t */
+    uint32_t reserved;
+} hixl_am_hdr_t;
+
+static inline void hixl_am_hdr_init(hixl_am_hdr_t *h)
+{
+    *h         = (hixl_am_hdr_t){0};
+    h->magic   = HIXL_AM_MAGIC;
+    h->version = HIXL_AM_VERSION;
+}
+
+static inline const hixl_am_hdr_t *hixl_am_hdr_check(const void *header,
+                                                     size_t length)
+{
+    const hixl_am_hdr_t *h = (const hixl_am_hdr_t*)header;
+
+    if ((length != sizeof(*h)) || (h->magic != HIXL_AM_MAGIC) ||
+        (h->version != HIXL_AM_VERSION)) {
+        return NULL;
+    }
+    return h;
+}
+
+#endif

@@ -1,0 +1,74 @@
+/*
+ * The library's own data messages (core/am_proto.h): writes and reads that
+ * the target checks and answers, used where UCX would emulate puts and
+ * gets with messages of its own.
+ *
+ * Why: UCX 1.13's tcp transport has no remote-write lane, so ucp_put_nbx
+ * there is an active message whose handler, in the target, sends an ack
+ * for every fragment and aborts the target process when that ack cannot be
+ * sent because the initiator died (ucp_request_try_send -> ucs_fatal; no
+ * endpoint or error mode avoids it).  Shared memory emulates puts into
+ * memory UCX did not allocate the same way, one message per 8 KiB, and a
+ * process killed while writing into a shared-memory receive queue leaves a
+ * hole that blocks it for good: the fewer messages, the rarer that is.
+ *
+ * So, per remote region (hixl_rregion_t.via_am): where UCX maps the memory
+ * (ucp_rkey_ptr: shared memory it allocated) or has RDMA lanes, puts and
+ * gets; elsewhere these messages, large data by UCX's rendezvous (CMA on
+ * one host, tcp's zero-copy lane between hosts), with one answer each.
+ *
+ * The target (its in worker) accepts a message only on the endpoint bound
+ * to a live connection (core/served.h) and only for a range inside one of
+ * its registered host regions, so nothing of an ended connection and
+ * nothing from outside the library can land.  The answer comes after the
+ * bytes are in memory; the connector counts answers in its channel's
+ * epoch slots (core/channel.h), which is what its endpoint flush waits for.
+ */
+#ifndef HIXL_CORE_AM_XFER_H_
+#define HIXL_CORE_AM_XFER_H_
+
+#include "core/am_proto.h"
+#include "core/channel.h"
+
+#include <hixl/hixl.h>
+
+typedef struct hixl_request hixl_request_t;
+typedef struct hixl_region  hixl_region_t;
+
+/* Send a WRITE of [local, +len) to remote on the channel for req
+ * (engine->lock held); UCS_OK once posted. */
+ucs_status_t hixl_am_write(hixl_engine_t *engine, hixl_chan_t *chan,
+                           hixl_request_t *req, const void *local,
+                           uint64_t remote, size_t len);
+
+/* Send a READ of [remote, +len) into local (a registered region). */
+ucs_status_t hixl_am_read(hixl_engine_t *engine, hixl_chan_t *chan,
+                          hixl_request_t *req, void *local, uint64_t remote,
+                          size_t len);
+
+/* Send an answer or a small message from any thread (handlers included),
+ * with UCX's UCP_AM_SEND_FLAG_* flags: the header is copied, data (len
+ * bytes) must outlive the send; on_done, if given, runs when it ends (any
+ * status). */
+void hixl_am_send_small(hixl_engine_t *engine, ucp_ep_h ep, unsigned id,
+                        const hixl_am_hdr_t *hdr, const void *data,
+                        size_t len, uint32_t flags,
+                        void (*on_done)(void *arg), void *arg);
+
+/* Pool of the headers sends in flight need (engine set-up, cleanup). */
+hixl_status_t hixl_am_init(hixl_engine_t *engine);
+void hixl_am_cleanup(hixl_engine_t *engine);
+
+/* Library messages and receives still in flight (their UCX requests not
+ * called back yet). */
+unsigned hixl_am_live(hixl_engine_t *engine);
+
+/* Set one of the library's handlers on a worker (engine set-up). */
+hixl_status_t hixl_am_set_handler(hixl_engine_t *engine, ucp_worker_h worker,
+                                  unsigned id, ucp_am_recv_callback_t cb);
+
+/* The data handlers: answers on the out worker, WRITE and READ on the in
+ * worker (when the engine listens). */
+hixl_status_t hixl_am_handlers(hixl_engine_t *engine);
+
+#endif

@@ -1,0 +1,265 @@
+/*
+ * Channels: connections as their connector sees them in UCX (channel.h).
+ */
+#include "config.h"
+#include "core/channel.h"
+#include "core/am_xfer.h"
+#include "core/engine.h"
+#include "util/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#define HIXL_CHAN_CHUNK 64
+
+/* id: 32 bits of slot index + 1, 32 bits of the slot's generation */
+static uint64_t hixl_chan_make_id(size_t index, unsigned gen)
+{
+    return ((uint64_t)gen << 32) | (uint64_t)(index + 1);
+}
+
+hixl_chan_t *hixl_chan_lookup(hixl_engine_t *engine, uint64_t id)
+{
+    hixl_chan_table_t *t = &engine->chans;
+    size_t index         = (size_t)(uint32_t)id - 1;
+    hixl_chan_t *chan;
+
+    if ((uint32_t)id == 0 ||
+        (index / HIXL_CHAN_CHUNK >= t->nchunks)) {
+        return NULL;
+    }
+    chan = &t->chunks[index / HIXL_CHAN_CHUNK][index % HIXL_CHAN_CHUNK];
+    if ((chan->id != id) || !atomic_load(&chan->open)) {
+        return NULL;
+    }
+    return chan;
+}
+
+/* A free slot (engine->lock held; serve_lock taken for the table). */
+static hixl_chan_t *hixl_chan_slot(hixl_chan_table_t *t)
+{
+    hixl_chan_t **chunks, *chunk, *chan = t->free;
+    size_t i;
+
+    if (chan != NULL) {
+        t->free = chan->next_free;
+        return chan;
+    }
+    if (t->used == t->nchunks * HIXL_CHAN_CHUNK) {
+        chunk  = calloc(HIXL_CHAN_CHUNK, sizeof(*chunk));
+        chunks = realloc(t->chunks, (t->nchunks + 1) * sizeof(*chunks));
+        if ((chunk == NULL) || (chunks == NULL)) {
+            free(chunk);
+            if (chunks != NULL) {
+                t->chunks = chunks;
+            }
+            return NULL;
+        }
+        t->chunks              = chunks;
+        t->chunks[t->nchunks++] = chunk;
+    }
+    i = t->used++;
+    chan = &t->chunks[i / HIXL_CHAN_CHUNK][i % HIXL_CHAN_CHUNK];
+    chan->id = hixl_chan_make_id(i, 0);
+    return chan;
+}
+
+/* ---- flushing: UCX's flush and the slot's answers -------------------------- */
+
+static void hixl_chan_part_done(hixl_chan_t *chan, ucs_status_t status)
+{
+    int ok = UCS_OK;
+    hixl_epf_t *epf;
+
+    if (status != UCS_OK) {
+        atomic_compare_exchange_strong(&chan->flush_status, &ok, (int)status);
+    }
+    if (atomic_fetch_sub(&chan->flush_parts, 1) != 1) {
+        return;
+    }
+    epf = chan->epf;
+    hixl_epf_flushed(epf, (ucs_status_t)atomic_load(&chan->flush_status));
+    hixl_epf_release(epf);   /* the flush's reference */
+}
+
+/* The flush waits for slot and it is empty now: that part is done. */
+static void hixl_chan_slot_drained(hixl_chan_t *chan, int slot)
+{
+    if (atomic_compare_exchange_strong(&chan->flush_slot, &slot, -1)) {
+        hixl_chan_part_done(chan, UCS_OK);
+    }
+}
+
+static void hixl_chan_ucp_flushed(void *request, ucs_status_t status,
+                                  void *user_data)
+{
+    ucp_request_free(request);
+    hixl_chan_part_done(user_data, status);
+}
+
+/*
+ * The flush function of a channel's endpoint (ep_flush.h), called under
+ * engine->lock with no other flush of the endpoint in flight.  Without
+ * library messages in flight it is UCX's flush alone (which may complete
+ * at once: shared memory).  Otherwise the writes and reads posted from now
+ * count in the other slot, and the flush is done when UCX's flush and the
+ * answers of this slot are both in.
+ */
+static ucs_status_ptr_t hixl_chan_flush(hixl_epf_t *epf, void *ep)
+{
+    hixl_chan_t *chan = epf->owner;
+    ucp_request_param_t param;
+    ucs_status_ptr_t sp;
+    int slot          = chan->cur;
+
+    if (atomic_load(&chan->outstanding[slot]) == 0) {
+        return hixl_epf_ucp_flush(epf, ep);
+    }
+    chan->cur = slot ^ 1;
+    atomic_store(&chan->flush_status, UCS_OK);
+    atomic_store(&chan->flush_parts, 2);
+    atomic_store(&chan->flush_slot, -1);
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                         UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send      = hixl_chan_ucp_flushed;
+    param.user_data    = chan;
+    sp = ucp_ep_flush_nbx((ucp_ep_h)ep, &param);
+    if (!UCS_PTR_IS_PTR(sp)) {
+        hixl_chan_part_done(chan, UCS_PTR_STATUS(sp));
+    }
+    atomic_store(&chan->flush_slot, slot);
+    if (atomic_load(&chan->outstanding[slot]) == 0) {
+        hixl_chan_slot_drained(chan, slot);
+    }
+    /* done through hixl_epf_flushed, maybe already */
+    return (ucs_status_ptr_t)(uintptr_t)1;
+}
+
+unsigned hixl_chan_post(hixl_chan_t *chan)
+{
+    atomic_fetch_add(&chan->outstanding[chan->cur], 1);
+    return (unsigned)chan->cur;
+}
+
+void hixl_chan_answered(hixl_chan_t *chan, unsigned slot)
+{
+    slot &= 1;
+    if (atomic_fetch_sub(&chan->outstanding[slot], 1) == 1) {
+        hixl_chan_slot_drained(chan, (int)slot);
+    }
+}
+
+/* ---- life -------------------------------------------------------------------- */
+
+hixl_status_t hixl_chan_open(hixl_engine_t *engine, hixl_peer_t *peer)
+{
+    hixl_chan_t *chan;
+
+    pthread_rwlock_wrlock(&engine->serve_lock);
+    chan = hixl_chan_slot(&engine->chans);
+    if (chan != NULL) {
+        atomic_store(&chan->bound, 0);
+        atomic_store(&chan->outstanding[0], 0);
+        atomic_store(&chan->outstanding[1], 0);
+        atomic_store(&chan->flush_slot, -1);
+        atomic_store(&chan->flush_parts, 0);
+        chan->cur  = 0;
+        chan->conn = peer->conn_id;
+        chan->ep   = peer->ep;
+        chan->epf  = peer->epf;
+        atomic_store(&chan->open, 1);
+    }
+    pthread_rwlock_unlock(&engine->serve_lock);
+    if (chan == NULL) {
+        return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for a "
+                          "channel");
+    }
+    peer->epf->owner = chan;
+    peer->epf->flush = hixl_chan_flush;
+    peer->chan       = chan;
+    return HIXL_SUCCESS;
+}
+
+void hixl_chan_close(hixl_engine_t *engine, hixl_chan_t *chan)
+{
+    int slot;
+
+    pthread_rwlock_wrlock(&engine->serve_lock);
+    atomic_store(&chan->open, 0);
+    chan->id = hixl_chan_make_id((size_t)(uint32_t)chan->id - 1,
+                                 (unsigned)(chan->id >> 32) + 1);
+    /* a flush still waiting for answers will not get them: its part of
+     * them ends here (the flush service was closed before, so this only
+     * drops the flush's reference on it) */
+    slot = atomic_exchange(&chan->flush_slot, -1);
+    if (slot >= 0) {
+        hixl_chan_part_done(chan, UCS_ERR_CANCELED);
+    }
+    /* UCX calls a force-closed endpoint's flush back inside the close, but
+     * may defer it: a slot whose flush is still out is never reused (its
+     * late callback finds it as it left it) */
+    if (atomic_load(&chan->flush_parts) <= 0) {
+        chan->next_free    = engine->chans.free;
+        engine->chans.free = chan;
+    }
+    pthread_rwlock_unlock(&engine->serve_lock);
+}
+
+void hixl_chan_table_cleanup(hixl_chan_table_t *t)
+{
+    size_t i;
+
+    for (i = 0; i < t->nchunks; ++i) {
+        free(t->chunks[i]);
+    }
+    free(t->chunks);
+    memset(t, 0, sizeof(*t));
+}
+
+/* ---- binding ------------------------------------------------------------------- */
+
+hixl_status_t hixl_chan_bind(hixl_engine_t *engine, hixl_chan_t *chan,
+                             int peer_mode)
+{
+    hixl_am_hdr_t h;
+
+    hixl_am_hdr_init(&h);
+    h.conn  = chan->conn;
+    h.chan  = chan->id;
+    h.flags = peer_mode ? HIXL_AM_FLAG_ERR_PEER : 0;
+    hixl_am_send_small(engine, chan->ep, HIXL_AM_BIND, &h, NULL, 0,
+                       UCP_AM_SEND_FLAG_REPLY, NULL, NULL);
+    return HIXL_SUCCESS;
+}
+
+static ucs_status_t hixl_chan_on_bind_ack(void *arg, const void *header,
+                                          size_t header_length, void *data,
+                                          size_t length,
+                                          const ucp_am_recv_param_t *param)
+{
+    hixl_engine_t *engine  = arg;
+    const hixl_am_hdr_t *h = hixl_am_hdr_check(header, header_length);
+    hixl_chan_t *chan;
+
+    if (h == NULL) {
+        return UCS_OK;
+    }
+    pthread_rwlock_rdlock(&engine->serve_lock);
+    chan = hixl_chan_lookup(engine, h->chan);
+    if (chan != NULL) {
+        atomic_store(&chan->bound, (h->status == HIXL_SUCCESS) ? 1 : -1);
+    }
+    pthread_rwlock_unlock(&engine->serve_lock);
+    /* connect waits on engine->cond with a 1 ms slice: no broadcast here
+     * (it needs engine->lock's mutex to be reliable, which a handler may
+     * not take) */
+    return UCS_OK;
+}
+
+hixl_status_t hixl_chan_init(hixl_engine_t *engine)
+{
+    return hixl_am_set_handler(engine, engine->ucp_worker, HIXL_AM_BIND_ACK,
+                               hixl_chan_on_bind_ack);
+}

@@ -1,0 +1,92 @@
+/*
+ * A connection as its connector sees it in UCX: the channel.
+ *
+ * Every outgoing peer has one.  It is what UCX callbacks and the library's
+ * active-message handlers find by id (they run inside ucp_worker_progress
+ * and may not take the engine lock, nor trust a pointer that a close may
+ * have freed): the id carries a generation, the table's slots are never
+ * freed, and a closed channel ignores whatever still arrives for it.
+ *
+ * It holds:
+ *  - the binding: BIND sent to the listener with UCX's REPLY flag, so that
+ *    the listener owns the endpoint UCX made for this connection and can
+ *    close it (core/served.h); BIND_ACK answers;
+ *  - the count of library WRITE/READ messages not answered yet, in two
+ *    epoch slots: an endpoint flush closes the current slot and completes
+ *    when UCX's own flush (for puts and gets) and the answers of every
+ *    message of that slot are in.  That is the endpoint-flush service's
+ *    flush function for the peer (core/ep_flush.h), so transfers, layer
+ *    signals and revoke answers cover both kinds of operation alike.
+ *
+ * Locking: slots change under engine->serve_lock (write) and are read by
+ * handlers under it (read); counts and flags are atomics.
+ */
+#ifndef HIXL_CORE_CHANNEL_H_
+#define HIXL_CORE_CHANNEL_H_
+
+#include "core/ep_flush.h"
+
+#include <hixl/hixl.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <ucp/api/ucp.h>
+
+typedef struct hixl_engine  hixl_engine_t;
+typedef struct hixl_peer    hixl_peer_t;
+typedef struct hixl_chan    hixl_chan_t;
+
+struct hixl_chan {
+    atomic_uint   gen;          /* of the slot: part of the id */
+    atomic_int    open;
+    atomic_int    bound;        /* 0 waiting, 1 BIND_ACK ok, -1 refused */
+    uint64_t      id;
+    uint64_t      conn;         /* the listener's id of the connection */
+    ucp_ep_h      ep;
+    hixl_epf_t   *epf;
+    /* messages not answered yet, per epoch slot; writes count into `cur` */
+    atomic_long   outstanding[2];
+    int           cur;          /* engine->lock */
+    /* the flush in flight (at most one: ep_flush.h): parts still to come
+     * (UCX's flush, the slot's answers), its status, its slot or -1 */
+    atomic_int    flush_parts;
+    atomic_int    flush_status;
+    atomic_int    flush_slot;
+    hixl_chan_t  *next_free;
+};
+
+typedef struct hixl_chan_table {
+    hixl_chan_t **chunks;       /* HIXL_CHAN_CHUNK slots each, never freed */
+    size_t        nchunks;
+    hixl_chan_t  *free;         /* closed slots to reuse (engine->lock) */
+    size_t        used;
+} hixl_chan_table_t;
+
+/* Open a channel for peer's endpoint (engine->lock held): its flush
+ * service is the peer's epf from now on. */
+hixl_status_t hixl_chan_open(hixl_engine_t *engine, hixl_peer_t *peer);
+
+/* Close it (engine->lock held, after the flush service closed): answers
+ * that still arrive are ignored. */
+void hixl_chan_close(hixl_engine_t *engine, hixl_chan_t *chan);
+
+void hixl_chan_table_cleanup(hixl_chan_table_t *t);
+
+/* The open channel an id names, or NULL (serve_lock held, read or
+ * write). */
+hixl_chan_t *hixl_chan_lookup(hixl_engine_t *engine, uint64_t id);
+
+/* Send BIND (engine->lock held); BIND_ACK sets chan->bound. */
+hixl_status_t hixl_chan_bind(hixl_engine_t *engine, hixl_chan_t *chan,
+                             int peer_mode);
+
+/* A WRITE or READ message goes out on the channel: counted in the current
+ * slot, whose number (for the message's flags) is returned. */
+unsigned hixl_chan_post(hixl_chan_t *chan);
+
+/* Its answer came (or it can never come: it was not sent): uncounted. */
+void hixl_chan_answered(hixl_chan_t *chan, unsigned slot);
+
+/* Set the channel's active-message handlers on the engine's out worker. */
+hixl_status_t hixl_chan_init(hixl_engine_t *engine);
+
+#endif

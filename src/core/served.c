@@ -1,0 +1,167 @@
+/*
+ * The served table: connections as the listener sees them in UCX
+ * (served.h).
+ */
+#include "config.h"
+#include "core/served.h"
+#include "core/am_xfer.h"
+#include "core/engine.h"
+#include "util/array.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+/* id: slot index + 1 in the low 32 bits, a random tag in the high ones */
+static hixl_served_slot_t *hixl_served_find(hixl_engine_t *engine,
+                                            uint64_t id)
+{
+    hixl_served_t *t = &engine->served;
+    size_t index     = (size_t)(uint32_t)id - 1;
+
+    if (((uint32_t)id == 0) || (index >= t->cap) ||
+        (t->slots[index].id != id) ||
+        (t->slots[index].state == HIXL_SERVED_FREE)) {
+        return NULL;
+    }
+    return &t->slots[index];
+}
+
+int hixl_served_check(hixl_engine_t *engine, uint64_t id, ucp_ep_h reply_ep)
+{
+    hixl_served_slot_t *slot = hixl_served_find(engine, id);
+
+    return (slot != NULL) && (slot->state == HIXL_SERVED_BOUND) &&
+           (slot->ep == reply_ep);
+}
+
+hixl_status_t hixl_served_open(hixl_engine_t *engine, hixl_peer_t *peer)
+{
+    hixl_served_t *t = &engine->served;
+    uint32_t tag;
+    size_t i;
+
+    if (getrandom(&tag, sizeof(tag), 0) != sizeof(tag)) {
+        tag = (uint32_t)(hixl_now_ns() ^ peer->serial);
+    }
+    tag |= 1;   /* never 0: an id of 0 names nothing */
+    pthread_rwlock_wrlock(&engine->serve_lock);
+    for (i = 0; (i < t->cap) && (t->slots[i].state != HIXL_SERVED_FREE);
+         ++i) {
+    }
+    if (hixl_array_reserve(&t->slots, &t->cap, i + 1, sizeof(*t->slots),
+                           16) != 0) {
+        pthread_rwlock_unlock(&engine->serve_lock);
+        return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for a "
+                          "connection");
+    }
+    t->slots[i].id    = ((uint64_t)tag << 32) | (uint64_t)(i + 1);
+    t->slots[i].state = HIXL_SERVED_PENDING;
+    t->slots[i].ep    = NULL;
+    peer->conn_id     = t->slots[i].id;
+    pthread_rwlock_unlock(&engine->serve_lock);
+    return HIXL_SUCCESS;
+}
+
+static void hixl_served_closed_cb(void *request, ucs_status_t status,
+                                  void *user_data)
+{
+    ucp_request_free(request);
+}
+
+/* Close an endpoint the listener owns: FORCE cancels what is queued on it
+ * (PEER mode only: UCX 1.13 refuses it otherwise and leaves the endpoint
+ * open), a flush close where the mode is NONE. */
+static void hixl_served_close_ep(ucp_ep_h ep, int peer_mode)
+{
+    ucp_request_param_t param;
+    ucs_status_ptr_t sp;
+
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK;
+    param.flags        = peer_mode ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    param.cb.send      = hixl_served_closed_cb;
+    sp = ucp_ep_close_nbx(ep, &param);
+    if (UCS_PTR_IS_ERR(sp)) {
+        hixl_log_warn("closing a served endpoint: %s",
+                      ucs_status_string(UCS_PTR_STATUS(sp)));
+    }
+}
+
+void hixl_served_close(hixl_engine_t *engine, hixl_peer_t *peer)
+{
+    hixl_served_slot_t *slot;
+    ucp_ep_h ep    = NULL;
+    int peer_mode  = 0;
+
+    if (peer->outgoing || (peer->conn_id == 0)) {
+        return;
+    }
+    pthread_rwlock_wrlock(&engine->serve_lock);
+    slot = hixl_served_find(engine, peer->conn_id);
+    if (slot != NULL) {
+        ep          = slot->ep;
+        peer_mode   = slot->peer_mode;
+        slot->state = HIXL_SERVED_FREE;
+        slot->ep    = NULL;
+    }
+    pthread_rwlock_unlock(&engine->serve_lock);
+    peer->conn_id = 0;
+    /* the slot is free first: a message that raced with the close is
+     * dropped by its handler, and from the close on UCX drops them */
+    if (ep != NULL) {
+        hixl_served_close_ep(ep, peer_mode);
+    }
+}
+
+void hixl_served_cleanup(hixl_engine_t *engine)
+{
+    free(engine->served.slots);
+    memset(&engine->served, 0, sizeof(engine->served));
+}
+
+static ucs_status_t hixl_served_on_bind(void *arg, const void *header,
+                                        size_t header_length, void *data,
+                                        size_t length,
+                                        const ucp_am_recv_param_t *param)
+{
+    hixl_engine_t *engine  = arg;
+    const hixl_am_hdr_t *h = hixl_am_hdr_check(header, header_length);
+    hixl_served_slot_t *slot;
+    hixl_am_hdr_t ack;
+
+    if ((h == NULL) || !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
+        return UCS_OK;
+    }
+    ack        = *h;
+    ack.status = HIXL_FAILED;
+    pthread_rwlock_wrlock(&engine->serve_lock);
+    slot = hixl_served_find(engine, h->conn);
+    if ((slot != NULL) && (slot->state == HIXL_SERVED_PENDING)) {
+        slot->state     = HIXL_SERVED_BOUND;
+        slot->ep        = param->reply_ep;
+        slot->peer_mode = !!(h->flags & HIXL_AM_FLAG_ERR_PEER);
+        ack.status      = HIXL_SUCCESS;
+    }
+    pthread_rwlock_unlock(&engine->serve_lock);
+    if (ack.status != HIXL_SUCCESS) {
+        hixl_log_info("BIND for no pending connection %" PRIx64 ": refused",
+                      h->conn);
+    }
+    /* reply_ep is alive here: UCX passed it to this very callback */
+    hixl_am_send_small(engine, param->reply_ep, HIXL_AM_BIND_ACK, &ack, NULL,
+                       0, 0, NULL, NULL);
+    return UCS_OK;
+}
+
+hixl_status_t hixl_served_init(hixl_engine_t *engine)
+{
+    if (engine->ucp_worker_in == NULL) {
+        return HIXL_SUCCESS;
+    }
+    return hixl_am_set_handler(engine, engine->ucp_worker_in, HIXL_AM_BIND,
+                               hixl_served_on_bind);
+}
