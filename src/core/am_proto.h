@@ -5,8 +5,10 @@
  *   BIND       connector -> listener's in worker, with UCX's REPLY flag:
  *              "the endpoint this arrives on serves connection <conn>"
  *   BIND_ACK   back on it: the listener owns that endpoint now
- *   WRITE      (am data path) data for [addr, +len) of connection <conn>
- *   WRITE_ACK  the bytes are in the target's memory (or why not)
+ *   WRITE      (am data path) data for [addr, +len) of connection <conn>;
+ *              the answer (the bytes are in memory, or why not) comes on
+ *              the control connection (DATA_ACK), as UCX may destroy the
+ *              endpoint before a rendezvous receive ends
  *   READ       (am data path) send me [addr, +len)
  *   READ_DATA  the bytes, or why not
  *
@@ -25,7 +27,6 @@ enum {
     HIXL_AM_BIND = 1,
     HIXL_AM_BIND_ACK,
     HIXL_AM_WRITE,
-    HIXL_AM_WRITE_ACK,
     HIXL_AM_READ,
     HIXL_AM_READ_DATA,
     HIXL_AM_LAST

@@ -21,16 +21,14 @@
 #define HIXL_AM_CTX_CHUNK 256
 #define HIXL_AM_CHUNK     (256 * 1024)
 
-/* What a send or a rendezvous receive in flight needs when it ends. */
+/* What a send in flight needs: its header (UCX reads it until the send is
+ * done) and what to do when it ends. */
 typedef struct hixl_am_ctx {
     struct hixl_am_ctx *next;
     hixl_engine_t      *engine;
-    hixl_am_hdr_t       hdr;        /* sent (UCX reads it until done) or
-                                       the message being answered */
+    hixl_am_hdr_t       hdr;
     void              (*on_done)(void *arg);
     void               *arg;
-    hixl_region_t      *region;     /* busy while the receive runs */
-    ucp_ep_h            reply_ep;
 } hixl_am_ctx_t;
 
 /* Free contexts: taken and returned from any thread, under a spinlock
@@ -233,10 +231,12 @@ static ucs_status_t hixl_am_request(hixl_engine_t *engine, hixl_chan_t *chan,
 /*
  * Large transfers go as several messages of at most HIXL_AM_CHUNK bytes,
  * each sent eagerly and answered on its own.  UCX's rendezvous would move
- * them with fewer copies, but UCX 1.13 never calls back (or frees) a
- * rendezvous send whose receiver died after its request went out: every
- * death of a peer would leak the requests in flight to it.  Eager sends are
- * queued on the endpoint, and its forced close cancels them.
+ * them with fewer copies (one CMA copy on one host), but UCX 1.13 does not
+ * survive its peer going away in the middle of one: a send whose receiver
+ * died is never called back or freed (tcp and shared memory alike), and a
+ * receive whose sender closed its endpoint is left on UCX's own endpoint,
+ * where worker destroy asserts on it.  Eager sends are queued on the
+ * endpoint, and its forced close cancels them.
  */
 static ucs_status_t hixl_am_chunks(hixl_engine_t *engine, hixl_chan_t *chan,
                                    hixl_request_t *req, unsigned id,
@@ -296,59 +296,6 @@ static void hixl_am_answer(hixl_engine_t *engine, ucp_ep_h reply_ep,
     hixl_am_send_small(engine, reply_ep, id, &a, NULL, 0, 0, NULL, NULL);
 }
 
-static void hixl_am_write_landed(void *request, ucs_status_t ustatus,
-                                 size_t length, void *user_data)
-{
-    hixl_am_ctx_t *ctx    = user_data;
-    hixl_engine_t *engine = ctx->engine;
-
-    ucp_request_free(request);
-    atomic_fetch_sub(&ctx->region->am_busy, 1);
-    pthread_rwlock_rdlock(&engine->serve_lock);
-    /* the connection may have ended meanwhile (its endpoint closed) */
-    if (hixl_served_check(engine, ctx->hdr.conn, ctx->reply_ep)) {
-        hixl_am_answer(engine, ctx->reply_ep, HIXL_AM_WRITE_ACK, &ctx->hdr,
-                       (ustatus == UCS_OK) ? HIXL_SUCCESS : HIXL_FAILED);
-    }
-    pthread_rwlock_unlock(&engine->serve_lock);
-    hixl_am_ctx_put(ctx);
-}
-
-/* A rendezvous write: receive it straight into the region (serve_lock
- * held).  Returns the status to answer now, or SUCCESS when the answer
- * follows the receive. */
-static hixl_status_t hixl_am_write_rndv(hixl_engine_t *engine,
-                                        const hixl_am_hdr_t *h, void *data,
-                                        hixl_region_t *region,
-                                        ucp_ep_h reply_ep, int *answered)
-{
-    ucp_request_param_t param;
-    hixl_am_ctx_t *ctx = hixl_am_ctx_get(engine);
-    ucs_status_ptr_t sp;
-
-    if (ctx == NULL) {
-        return HIXL_RESOURCE_EXHAUSTED;
-    }
-    ctx->hdr      = *h;
-    ctx->region   = region;
-    ctx->reply_ep = reply_ep;
-    atomic_fetch_add(&region->am_busy, 1);
-    memset(&param, 0, sizeof(param));
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                         UCP_OP_ATTR_FIELD_USER_DATA;
-    param.cb.recv_am   = hixl_am_write_landed;
-    param.user_data    = ctx;
-    sp = ucp_am_recv_data_nbx(engine->ucp_worker_in, data,
-                              (void*)(uintptr_t)h->addr, h->len, &param);
-    if (UCS_PTR_IS_PTR(sp)) {
-        *answered = 1;   /* by hixl_am_write_landed */
-        return HIXL_SUCCESS;
-    }
-    atomic_fetch_sub(&region->am_busy, 1);
-    hixl_am_ctx_put(ctx);
-    return UCS_PTR_IS_ERR(sp) ? HIXL_FAILED : HIXL_SUCCESS;
-}
-
 static ucs_status_t hixl_am_on_write(void *arg, const void *header,
                                      size_t header_length, void *data,
                                      size_t length,
@@ -358,10 +305,14 @@ static ucs_status_t hixl_am_on_write(void *arg, const void *header,
     const hixl_am_hdr_t *h = hixl_am_hdr_check(header, header_length);
     hixl_region_t *region;
     hixl_status_t status;
-    int answered = 0;
 
     if ((h == NULL) || !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
-        return UCS_OK;   /* not ours: dropped (a rendezvous is refused) */
+        return UCS_OK;   /* not ours: dropped */
+    }
+    if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+        /* the library sends eagerly (hixl_am_chunks): not one of ours, and
+         * its sender's call ends with this status */
+        return UCS_ERR_UNSUPPORTED;
     }
     pthread_rwlock_rdlock(&engine->serve_lock);
     if (!hixl_served_check(engine, h->conn, param->reply_ep)) {
@@ -376,17 +327,13 @@ static ucs_status_t hixl_am_on_write(void *arg, const void *header,
              NULL;
     if (region == NULL) {
         status = HIXL_PARAM_INVALID;
-    } else if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
-        status = hixl_am_write_rndv(engine, h, data, region, param->reply_ep,
-                                    &answered);
     } else {
+        /* under serve_lock: deregistration waits for it */
         memcpy((void*)(uintptr_t)h->addr, data, length);
         status = HIXL_SUCCESS;
     }
-    if (!answered) {
-        hixl_am_answer(engine, param->reply_ep, HIXL_AM_WRITE_ACK, h, status);
-    }
     pthread_rwlock_unlock(&engine->serve_lock);
+    hixl_served_ack(engine, h->conn, h, status);
     return UCS_OK;
 }
 
@@ -449,18 +396,10 @@ static void hixl_am_refused(hixl_engine_t *engine, const hixl_am_hdr_t *h,
     }
 }
 
-static ucs_status_t hixl_am_on_write_ack(void *arg, const void *header,
-                                         size_t header_length, void *data,
-                                         size_t length,
-                                         const ucp_am_recv_param_t *param)
+void hixl_am_acked(hixl_engine_t *engine, const hixl_am_hdr_t *h)
 {
-    hixl_engine_t *engine  = arg;
-    const hixl_am_hdr_t *h = hixl_am_hdr_check(header, header_length);
     hixl_chan_t *chan;
 
-    if (h == NULL) {
-        return UCS_OK;
-    }
     pthread_rwlock_rdlock(&engine->serve_lock);
     chan = hixl_chan_lookup(engine, h->chan);
     if (chan != NULL) {
@@ -470,72 +409,21 @@ static ucs_status_t hixl_am_on_write_ack(void *arg, const void *header,
         hixl_chan_answered(chan, h->flags & HIXL_AM_FLAG_SLOT);
     }
     pthread_rwlock_unlock(&engine->serve_lock);
-    return UCS_OK;
 }
 
-static void hixl_am_read_landed(void *request, ucs_status_t ustatus,
-                                size_t length, void *user_data)
+/* READ_DATA into its local range (serve_lock held), if that is still a
+ * registered region of ours and the request still waits for it. */
+static void hixl_am_read_into(hixl_engine_t *engine, const hixl_am_hdr_t *h,
+                              const void *data, size_t length)
 {
-    hixl_am_ctx_t *ctx    = user_data;
-    hixl_engine_t *engine = ctx->engine;
-    hixl_chan_t *chan;
-
-    ucp_request_free(request);
-    atomic_fetch_sub(&ctx->region->am_busy, 1);
-    pthread_rwlock_rdlock(&engine->serve_lock);
-    chan = hixl_chan_lookup(engine, ctx->hdr.chan);
-    if (chan != NULL) {
-        if (ustatus != UCS_OK) {
-            ctx->hdr.status = HIXL_FAILED;
-            hixl_am_refused(engine, &ctx->hdr, "READ");
-        }
-        hixl_chan_answered(chan, ctx->hdr.flags & HIXL_AM_FLAG_SLOT);
-    }
-    pthread_rwlock_unlock(&engine->serve_lock);
-    hixl_am_ctx_put(ctx);
-}
-
-/* READ_DATA into its local range (serve_lock held): 1 when the answer is
- * counted later (a rendezvous receive in flight). */
-static int hixl_am_read_into(hixl_engine_t *engine, const hixl_am_hdr_t *h,
-                             void *data, size_t length,
-                             const ucp_am_recv_param_t *param)
-{
-    ucp_request_param_t rparam;
     hixl_region_t *region;
-    hixl_am_ctx_t *ctx;
-    ucs_status_ptr_t sp;
 
     region = (length == h->len) ? hixl_am_region(engine, h->local, h->len) :
              NULL;
-    if ((region == NULL) || (hixl_req_lookup(&engine->reqs, h->cookie) ==
-                             NULL)) {
-        return 0;   /* our region went, or the request: drop it */
-    }
-    if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+    if ((region != NULL) &&
+        (hixl_req_lookup(&engine->reqs, h->cookie) != NULL)) {
         memcpy((void*)(uintptr_t)h->local, data, length);
-        return 0;
     }
-    ctx = hixl_am_ctx_get(engine);
-    if (ctx == NULL) {
-        return 0;
-    }
-    ctx->hdr    = *h;
-    ctx->region = region;
-    atomic_fetch_add(&region->am_busy, 1);
-    memset(&rparam, 0, sizeof(rparam));
-    rparam.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                          UCP_OP_ATTR_FIELD_USER_DATA;
-    rparam.cb.recv_am   = hixl_am_read_landed;
-    rparam.user_data    = ctx;
-    sp = ucp_am_recv_data_nbx(engine->ucp_worker, data,
-                              (void*)(uintptr_t)h->local, h->len, &rparam);
-    if (UCS_PTR_IS_PTR(sp)) {
-        return 1;
-    }
-    atomic_fetch_sub(&region->am_busy, 1);
-    hixl_am_ctx_put(ctx);
-    return 0;
 }
 
 static ucs_status_t hixl_am_on_read_data(void *arg, const void *header,
@@ -547,20 +435,18 @@ static ucs_status_t hixl_am_on_read_data(void *arg, const void *header,
     const hixl_am_hdr_t *h = hixl_am_hdr_check(header, header_length);
     hixl_chan_t *chan;
 
-    if (h == NULL) {
-        return UCS_OK;
+    if ((h == NULL) || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+        return (h == NULL) ? UCS_OK : UCS_ERR_UNSUPPORTED;
     }
     pthread_rwlock_rdlock(&engine->serve_lock);
     chan = hixl_chan_lookup(engine, h->chan);
     if (chan != NULL) {
         if (h->status != HIXL_SUCCESS) {
             hixl_am_refused(engine, h, "READ");
-        } else if (hixl_am_read_into(engine, h, data, length, param)) {
-            chan = NULL;   /* counted when the receive ends */
+        } else {
+            hixl_am_read_into(engine, h, data, length);
         }
-        if (chan != NULL) {
-            hixl_chan_answered(chan, h->flags & HIXL_AM_FLAG_SLOT);
-        }
+        hixl_chan_answered(chan, h->flags & HIXL_AM_FLAG_SLOT);
     }
     pthread_rwlock_unlock(&engine->serve_lock);
     return UCS_OK;
@@ -596,11 +482,7 @@ hixl_status_t hixl_am_handlers(hixl_engine_t *engine)
     hixl_status_t status;
 
     status = hixl_am_set_handler(engine, engine->ucp_worker,
-                                 HIXL_AM_WRITE_ACK, hixl_am_on_write_ack);
-    if (status == HIXL_SUCCESS) {
-        status = hixl_am_set_handler(engine, engine->ucp_worker,
-                                     HIXL_AM_READ_DATA, hixl_am_on_read_data);
-    }
+                                 HIXL_AM_READ_DATA, hixl_am_on_read_data);
     if ((status == HIXL_SUCCESS) && (engine->ucp_worker_in != NULL)) {
         status = hixl_am_set_handler(engine, engine->ucp_worker_in,
                                      HIXL_AM_WRITE, hixl_am_on_write);

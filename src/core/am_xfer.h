@@ -14,8 +14,7 @@
  *
  * So, per remote region (hixl_rregion_t.via_am): where UCX maps the memory
  * (ucp_rkey_ptr: shared memory it allocated) or has RDMA lanes, puts and
- * gets; elsewhere these messages, large data by UCX's rendezvous (CMA on
- * one host, tcp's zero-copy lane between hosts), with one answer each.
+ * gets; elsewhere these messages, eager, in chunks, one answer each.
  *
  * The target (its in worker) accepts a message only on the endpoint bound
  * to a live connection (core/served.h) and only for a range inside one of
@@ -58,6 +57,10 @@ void hixl_am_send_small(hixl_engine_t *engine, ucp_ep_h ep, unsigned id,
 /* Pool of the headers sends in flight need (engine set-up, cleanup). */
 hixl_status_t hixl_am_init(hixl_engine_t *engine);
 void hixl_am_cleanup(hixl_engine_t *engine);
+
+/* A WRITE's answer came (DATA_ACK on the control connection, handled by
+ * ctrl/; the fields in a message header). */
+void hixl_am_acked(hixl_engine_t *engine, const hixl_am_hdr_t *h);
 
 /* Library messages and receives still in flight (their UCX requests not
  * called back yet). */

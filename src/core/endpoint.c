@@ -97,27 +97,28 @@ static ucs_status_t hixl_ep_create_mode(hixl_engine_t *engine,
 }
 
 /* Whether UCX gave the endpoint RDMA lanes (it prints them; the API of
- * UCX 1.13 has no query for an endpoint's transports).  Puts there are
- * real remote writes, never emulated with messages. */
-static int hixl_ep_has_rdma(ucp_ep_h ep)
+ * UCX 1.13 has no query for an endpoint's transports): puts there are real
+ * remote writes, never emulated with messages. */
+static void hixl_ep_transports(hixl_peer_t *peer)
 {
     static const char *const rdma[] = {"rc_", "dc_", "ud_", "rc/", "dc/",
                                        "ud/"};
     char *text = NULL;
     size_t len = 0, i;
     FILE *f    = open_memstream(&text, &len);
-    int found  = 0;
 
+    peer->ep_rdma = 0;   /* unknown: the safe choice */
     if (f == NULL) {
-        return 0;
+        return;
     }
-    ucp_ep_print_info(ep, f);
+    ucp_ep_print_info(peer->ep, f);
     fclose(f);
-    for (i = 0; (text != NULL) && (i < sizeof(rdma) / sizeof(rdma[0])); ++i) {
-        found |= (strstr(text, rdma[i]) != NULL);
+    if (text != NULL) {
+        for (i = 0; i < sizeof(rdma) / sizeof(rdma[0]); ++i) {
+            peer->ep_rdma |= (strstr(text, rdma[i]) != NULL);
+        }
     }
     free(text);
-    return found;
 }
 
 hixl_status_t hixl_peer_ep_create(hixl_engine_t *engine, hixl_peer_t *peer,
@@ -155,7 +156,7 @@ hixl_status_t hixl_peer_ep_create(hixl_engine_t *engine, hixl_peer_t *peer,
                           (mode == HIXL_ERROR_MODE_PEER) ? "peer" : "none");
     }
     peer->ep_peer_mode = (mode == HIXL_ERROR_MODE_PEER);
-    peer->ep_rdma      = hixl_ep_has_rdma(peer->ep);
+    hixl_ep_transports(peer);
     peer->epf = hixl_epf_create(peer->ep, hixl_epf_ucp_flush,
                                 &engine->progress.flush_wanted);
     if (peer->epf == NULL) {

@@ -61,41 +61,17 @@ hixl_status_t hixl_served_open(hixl_engine_t *engine, hixl_peer_t *peer)
     t->slots[i].id    = ((uint64_t)tag << 32) | (uint64_t)(i + 1);
     t->slots[i].state = HIXL_SERVED_PENDING;
     t->slots[i].ep    = NULL;
+    t->slots[i].peer  = peer;
+    hixl_peer_retain(peer);
     peer->conn_id     = t->slots[i].id;
     pthread_rwlock_unlock(&engine->serve_lock);
     return HIXL_SUCCESS;
 }
 
-static void hixl_served_closed_cb(void *request, ucs_status_t status,
-                                  void *user_data)
-{
-    ucp_request_free(request);
-}
-
-/* Close an endpoint the listener owns: FORCE cancels what is queued on it
- * (PEER mode only: UCX 1.13 refuses it otherwise and leaves the endpoint
- * open), a flush close where the mode is NONE. */
-static void hixl_served_close_ep(ucp_ep_h ep, int peer_mode)
-{
-    ucp_request_param_t param;
-    ucs_status_ptr_t sp;
-
-    memset(&param, 0, sizeof(param));
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK;
-    param.flags        = peer_mode ? UCP_EP_CLOSE_FLAG_FORCE : 0;
-    param.cb.send      = hixl_served_closed_cb;
-    sp = ucp_ep_close_nbx(ep, &param);
-    if (UCS_PTR_IS_ERR(sp)) {
-        hixl_log_warn("closing a served endpoint: %s",
-                      ucs_status_string(UCS_PTR_STATUS(sp)));
-    }
-}
-
 void hixl_served_close(hixl_engine_t *engine, hixl_peer_t *peer)
 {
     hixl_served_slot_t *slot;
-    ucp_ep_h ep    = NULL;
-    int peer_mode  = 0;
+    hixl_peer_t *held = NULL;
 
     if (peer->outgoing || (peer->conn_id == 0)) {
         return;
@@ -103,18 +79,38 @@ void hixl_served_close(hixl_engine_t *engine, hixl_peer_t *peer)
     pthread_rwlock_wrlock(&engine->serve_lock);
     slot = hixl_served_find(engine, peer->conn_id);
     if (slot != NULL) {
-        ep          = slot->ep;
-        peer_mode   = slot->peer_mode;
+        held        = slot->peer;
         slot->state = HIXL_SERVED_FREE;
         slot->ep    = NULL;
+        slot->peer  = NULL;
     }
     pthread_rwlock_unlock(&engine->serve_lock);
     peer->conn_id = 0;
-    /* the slot is free first: a message that raced with the close is
-     * dropped by its handler, and from the close on UCX drops them */
-    if (ep != NULL) {
-        hixl_served_close_ep(ep, peer_mode);
+    if (held != NULL) {
+        hixl_peer_release(held);
     }
+}
+
+void hixl_served_ack(hixl_engine_t *engine, uint64_t id,
+                     const hixl_am_hdr_t *h, hixl_status_t status)
+{
+    hixl_served_slot_t *slot;
+    ctrl_msg_t msg;
+
+    memset(&msg, 0, sizeof(msg));
+    msg.type                = CTRL_DATA_ACK;
+    msg.u.data_ack.chan     = h->chan;
+    msg.u.data_ack.cookie   = h->cookie;
+    msg.u.data_ack.addr     = h->addr;
+    msg.u.data_ack.len      = h->len;
+    msg.u.data_ack.flags    = h->flags;
+    msg.u.data_ack.status   = (uint32_t)status;
+    pthread_rwlock_rdlock(&engine->serve_lock);
+    slot = hixl_served_find(engine, id);
+    if ((slot != NULL) && (slot->peer != NULL)) {
+        ctrl_conn_send(&slot->peer->conn, &msg);   /* thread-safe */
+    }
+    pthread_rwlock_unlock(&engine->serve_lock);
 }
 
 void hixl_served_cleanup(hixl_engine_t *engine)
@@ -141,10 +137,9 @@ static ucs_status_t hixl_served_on_bind(void *arg, const void *header,
     pthread_rwlock_wrlock(&engine->serve_lock);
     slot = hixl_served_find(engine, h->conn);
     if ((slot != NULL) && (slot->state == HIXL_SERVED_PENDING)) {
-        slot->state     = HIXL_SERVED_BOUND;
-        slot->ep        = param->reply_ep;
-        slot->peer_mode = !!(h->flags & HIXL_AM_FLAG_ERR_PEER);
-        ack.status      = HIXL_SUCCESS;
+        slot->state = HIXL_SERVED_BOUND;
+        slot->ep    = param->reply_ep;
+        ack.status  = HIXL_SUCCESS;
     }
     pthread_rwlock_unlock(&engine->serve_lock);
     if (ack.status != HIXL_SUCCESS) {

@@ -4,10 +4,13 @@
  * The listener never creates endpoints to its connectors (its in worker
  * only answers).  It learns which UCX endpoint serves a connection from the
  * connector's BIND message, which UCX delivers with that endpoint as
- * reply_ep, and from then on it owns it: every library message of the
- * connection must arrive on it (anything else is dropped), and when the
- * connection ends the listener closes it, which makes UCX drop whatever
- * the old connection still sends, on every transport.
+ * reply_ep: every library message of the connection must arrive on it and
+ * name the connection's id, and once the connection ends nothing naming it
+ * is accepted, however late it arrives.  That endpoint is UCX's own (made
+ * for the connector's wire-up, and destroyed by UCX when the connector's
+ * side goes): the table keeps its address to compare with, never to use.
+ * Answers that cannot be sent from inside UCX's callback for the message
+ * go over the connection's control connection (DATA_ACK).
  *
  * Entries are found by the connection id the listener gave in HELLO_ACK
  * (slot and a random part, so an old or made-up id finds nothing).
@@ -34,8 +37,9 @@ typedef enum hixl_served_state {
 typedef struct hixl_served_slot {
     uint64_t            id;
     hixl_served_state_t state;
-    ucp_ep_h            ep;          /* BOUND: the connection's endpoint */
-    int                 peer_mode;   /* it is in UCX's PEER error mode */
+    ucp_ep_h            ep;          /* BOUND: the connection's endpoint
+                                        (compared, never used) */
+    hixl_peer_t        *peer;        /* referenced while the slot lives */
 } hixl_served_slot_t;
 
 typedef struct hixl_served {
@@ -47,8 +51,14 @@ typedef struct hixl_served {
  * held); peer->conn_id is set. */
 hixl_status_t hixl_served_open(hixl_engine_t *engine, hixl_peer_t *peer);
 
-/* It ended (engine->lock held): its endpoint, if bound, is closed. */
+/* It ended (engine->lock held): nothing naming it is accepted from now. */
 void hixl_served_close(hixl_engine_t *engine, hixl_peer_t *peer);
+
+/* Answer a library WRITE (the message's header) on the control connection
+ * of connection id, if it still lives; from any thread. */
+struct hixl_am_hdr;
+void hixl_served_ack(hixl_engine_t *engine, uint64_t id,
+                     const struct hixl_am_hdr *h, hixl_status_t status);
 
 /* Whether a message on reply_ep belongs to live connection id
  * (serve_lock held). */

@@ -5,6 +5,7 @@
  */
 #include "config.h"
 #include "ctrl/ctrl.h"
+#include "core/am_xfer.h"
 #include "util/args.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -130,6 +131,27 @@ static int hixl_on_table_end(hixl_engine_t *engine, hixl_peer_t *peer,
     return 0;
 }
 
+/* The listener's answer to a library WRITE (core/am_xfer.h). */
+static int hixl_on_data_ack(hixl_engine_t *engine, hixl_peer_t *peer,
+                            const ctrl_msg_t *msg)
+{
+    hixl_am_hdr_t h;
+
+    hixl_am_hdr_init(&h);
+    h.chan   = msg->u.data_ack.chan;
+    h.cookie = msg->u.data_ack.cookie;
+    h.addr   = msg->u.data_ack.addr;
+    h.len    = msg->u.data_ack.len;
+    h.flags  = (uint16_t)msg->u.data_ack.flags;
+    h.status = (int32_t)msg->u.data_ack.status;
+    if ((peer->chan == NULL) || (h.chan != peer->chan->id)) {
+        return hixl_ctrl_protocol_error(engine, peer, msg, "for another "
+                                        "connection");
+    }
+    hixl_am_acked(engine, &h);
+    return 0;
+}
+
 void hixl_connect_init(hixl_engine_t *engine)
 {
     unsigned when = HIXL_CTRL_ON_OUTGOING | HIXL_CTRL_IN_HANDSHAKE;
@@ -138,6 +160,8 @@ void hixl_connect_init(hixl_engine_t *engine)
     hixl_ctrl_handle(engine, CTRL_AUTH_CHALLENGE, hixl_on_auth_challenge,
                      when);
     hixl_ctrl_handle(engine, CTRL_TABLE_END, hixl_on_table_end, when);
+    hixl_ctrl_handle(engine, CTRL_DATA_ACK, hixl_on_data_ack,
+                     HIXL_CTRL_ON_OUTGOING | HIXL_CTRL_WHEN_READY);
 }
 
 /* ---- connecting ----------------------------------------------------------- */

@@ -75,6 +75,29 @@ static int hixl_ctrl_dispatch(void *arg, const ctrl_msg_t *msg)
     return rule->fn(engine, peer, msg);
 }
 
+/* Close peer for its control connection's error: a timeout means the peer
+ * stayed silent past hixl.PeerTimeoutMs (ctrl_sock_setup), and says so. */
+static void hixl_ctrl_conn_failed(hixl_engine_t *engine, hixl_peer_t *peer,
+                                  const char *err)
+{
+    if (strstr(err, "timed out") != NULL) {
+        hixl_log_warn("%s: no answer for hixl.PeerTimeoutMs (%d ms): closing",
+                      peer->name[0] ? peer->name : "a connection in handshake",
+                      engine->opts.peer_timeout_ms);
+        hixl_peer_close(engine, peer, HIXL_FAILED, "%s answered nothing for "
+                        "%d ms (hixl.PeerTimeoutMs): it is gone or cut off "
+                        "(%s)", peer->name[0] ? peer->name : "the peer",
+                        engine->opts.peer_timeout_ms, err);
+        return;
+    }
+    if (strncmp(err, "connection closed by peer", 25) != 0) {
+        /* not a plain hang-up: malformed input or a socket error */
+        hixl_log_warn("dropping %s: %s", peer->name[0] ? peer->name :
+                      "a connection in handshake", err);
+    }
+    hixl_peer_close(engine, peer, HIXL_FAILED, "control connection: %s", err);
+}
+
 void hixl_ctrl_event(hixl_engine_t *engine, uint64_t serial, uint32_t events)
 {
     hixl_peer_t *peer = hixl_peer_by_serial(engine, serial);
@@ -86,8 +109,7 @@ void hixl_ctrl_event(hixl_engine_t *engine, uint64_t serial, uint32_t events)
     }
     if ((events & EPOLLOUT) &&
         (ctrl_conn_flush(&peer->conn, err, sizeof(err)) != 0)) {
-        hixl_peer_close(engine, peer, HIXL_FAILED, "control connection: %s",
-                        err);
+        hixl_ctrl_conn_failed(engine, peer, err);
         return;
     }
     if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
@@ -98,13 +120,7 @@ void hixl_ctrl_event(hixl_engine_t *engine, uint64_t serial, uint32_t events)
     if ((ctrl_conn_receive(&peer->conn, hixl_ctrl_dispatch, &ctx, err,
                            sizeof(err)) != 0) &&
         (peer->state != HIXL_PEER_CLOSED)) {
-        if (strncmp(err, "connection closed by peer", 25) != 0) {
-            /* not a plain hang-up: malformed input or a socket error */
-            hixl_log_warn("dropping %s: %s", peer->name[0] ? peer->name :
-                          "a connection in handshake", err);
-        }
-        hixl_peer_close(engine, peer, HIXL_FAILED, "control connection: %s",
-                        err);
+        hixl_ctrl_conn_failed(engine, peer, err);
     }
     hixl_peer_release(peer);
 }

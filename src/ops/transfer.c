@@ -29,6 +29,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 /* One descriptor, resolved. */
 typedef struct hixl_xfer_slot {
@@ -348,14 +349,41 @@ static int hixl_xfer_done_in_post(hixl_request_t *req, int flushed)
     return 1;
 }
 
+/*
+ * A transfer to a peer on this host completes when its bytes are in the
+ * peer's shared memory, which stays mapped here after the peer died: a
+ * transfer that ran after the death would report SUCCESS into memory
+ * nobody reads.  The peer's control socket has seen EOF the moment it died
+ * (the kernel closes a dead process's sockets): look before reporting, so
+ * that a blocking transfer never reports SUCCESS to a peer that was dead
+ * when it completed.  (The progress thread notices the EOF too, but only
+ * at its next look at the sockets.)
+ */
+static void hixl_xfer_check_alive(hixl_request_t *req, hixl_peer_t *peer)
+{
+    char c;
+
+    if ((peer == NULL) || !peer->same_host ||
+        (atomic_load(&req->status) != HIXL_SUCCESS) || (peer->conn.fd < 0) ||
+        (recv(peer->conn.fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) != 0)) {
+        return;
+    }
+    hixl_req_fail(req, HIXL_FAILED, "%s of %zu descriptor(s) to %s: the "
+                  "peer's process ended while it ran (its control "
+                  "connection closed); its bytes went to memory nobody "
+                  "reads", hixl_req_op_name(req->op), req->num_descs,
+                  peer->name);
+}
+
 /* Validate and post; engine->lock held.  On success *req_p is in flight
- * (or already done). */
+ * (or already done).  blocking: a transfer_sync, which reports SUCCESS only
+ * for a peer still alive (hixl_xfer_check_alive). */
 static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
                                      hixl_transfer_op_t op,
                                      const hixl_transfer_op_desc_t *descs,
                                      size_t num_descs,
                                      const hixl_transfer_args_t *args,
-                                     hixl_request_t **req_p)
+                                     int blocking, hixl_request_t **req_p)
 {
     int64_t timeout_ms = engine->opts.transfer_timeout_ms;
     const hixl_notify_desc_t *notify = NULL;
@@ -424,6 +452,9 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
     flushed = hixl_epf_add(peer->epf, &req->flush, 1);
     *req_p  = req;
     if (hixl_xfer_done_in_post(req, flushed)) {
+        if (blocking) {
+            hixl_xfer_check_alive(req, peer);
+        }
         return HIXL_SUCCESS;
     }
     hixl_req_inflight(req);
@@ -463,7 +494,8 @@ hixl_status_t hixl_transfer_async(hixl_engine_t *engine, const char *remote,
     }
     hixl_progress_control(engine);
     pthread_mutex_lock(&engine->lock);
-    status = hixl_xfer_start(engine, remote, op, descs, num_descs, args, &req);
+    status = hixl_xfer_start(engine, remote, op, descs, num_descs, args, 0,
+                             &req);
     pthread_mutex_unlock(&engine->lock);
     if (status == HIXL_SUCCESS) {
         *req_p = (hixl_req_t)(uintptr_t)req->handle;
@@ -537,7 +569,8 @@ hixl_status_t hixl_transfer_sync(hixl_engine_t *engine, const char *remote,
 
     hixl_progress_control(engine);
     pthread_mutex_lock(&engine->lock);
-    status = hixl_xfer_start(engine, remote, op, descs, num_descs, &args, &req);
+    status = hixl_xfer_start(engine, remote, op, descs, num_descs, &args, 1,
+                             &req);
     pthread_mutex_unlock(&engine->lock);
     if (status != HIXL_SUCCESS) {
         return status;
@@ -545,6 +578,7 @@ hixl_status_t hixl_transfer_sync(hixl_engine_t *engine, const char *remote,
 
     for (;;) {
         if (atomic_load(&req->state) == HIXL_REQ_DONE) {
+            hixl_xfer_check_alive(req, req->peer);
             return hixl_req_report(req, &xstatus);
         }
         if (hixl_req_expire(req, hixl_now_coarse_ns())) {

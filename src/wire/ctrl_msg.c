@@ -57,6 +57,9 @@ static const ctrl_field_t ctrl_f_layer[] = {
 static const ctrl_field_t ctrl_f_bye[] = {
     F_U32(bye, status), F_B(bye, reason, CTRL_MAX_REASON)};
 static const ctrl_field_t ctrl_f_auth[] = {F_B(auth, data, CTRL_MAX_AUTH)};
+static const ctrl_field_t ctrl_f_data_ack[] = {
+    F_U64(data_ack, chan), F_U64(data_ack, cookie), F_U64(data_ack, addr),
+    F_U64(data_ack, len), F_U32(data_ack, flags), F_U32(data_ack, status)};
 
 #define LAYOUT(_n, _f) {_n, _f, sizeof(_f) / sizeof(_f[0])}
 
@@ -78,6 +81,7 @@ static const struct {
     [CTRL_BYE]        = LAYOUT("BYE", ctrl_f_bye),
     [CTRL_AUTH_CHALLENGE] = LAYOUT("AUTH_CHALLENGE", ctrl_f_auth),
     [CTRL_AUTH_RESPONSE]  = LAYOUT("AUTH_RESPONSE", ctrl_f_auth),
+    [CTRL_DATA_ACK]       = LAYOUT("DATA_ACK", ctrl_f_data_ack),
 };
 
 const char *ctrl_msg_type_name(uint16_t type)

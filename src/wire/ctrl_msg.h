@@ -48,6 +48,8 @@ typedef enum ctrl_msg_type {
     CTRL_BYE,         /* either way: closing, with the reason */
     CTRL_AUTH_CHALLENGE, /* listener -> connector: prove the secret */
     CTRL_AUTH_RESPONSE,  /* connector -> listener: the proof */
+    CTRL_DATA_ACK,       /* listener -> connector: the bytes of a library
+                            WRITE are in memory, or why not */
     CTRL_MSG_TYPE_LAST
 } ctrl_msg_type_t;
 
@@ -119,6 +121,14 @@ typedef struct ctrl_msg {
             ctrl_bytes_t data;         /* AUTH_CHALLENGE: nonce;
                                           AUTH_RESPONSE: MAC */
         } auth;
+        struct {
+            uint64_t chan;             /* echoed from the WRITE */
+            uint64_t cookie;
+            uint64_t addr;
+            uint64_t len;
+            uint32_t flags;
+            uint32_t status;           /* hixl_status_t */
+        } data_ack;
     } u;
 } ctrl_msg_t;
 
