@@ -530,7 +530,7 @@ START_TEST(test_notify_oversize)
         longname[sizeof(longname) - 1] = '\0';
         args.notify.name = longname;
         hx_expect(hixl_transfer_async(e, t.name, HIXL_WRITE, &d, 1, &args,
-                                      &req), HIXL_PARAM_INVALID, "256");
+                                      &req), HIXL_PARAM_INVALID, "1025");
     }
     args.notify.name    = "n";
     args.notify.msg     = NULL;

@@ -307,7 +307,8 @@ END_TEST
 
 /*
  * Zero-length descriptors mixed into a batch are accepted and move nothing,
- * whatever their addresses (hixl.h: "its addresses are not checked").
+ * whatever their addresses, as long as they are not 0 (hixl.h: its
+ * addresses are not looked up; a null one is PARAM_INVALID, as in hixl).
  */
 START_TEST(test_zero_length_mixed)
 {
@@ -326,8 +327,8 @@ START_TEST(test_zero_length_mixed)
     for (i = 0; i < 64; ++i) {
         if (i % 3 == 1) {
             /* garbage addresses, no length */
-            d[n].local_addr  = (i & 1) ? 0 : UINTPTR_MAX;
-            d[n].remote_addr = (i & 2) ? 0 : UINT64_MAX - 5;
+            d[n].local_addr  = (i & 1) ? 1 : UINTPTR_MAX;
+            d[n].remote_addr = (i & 2) ? 1 : UINT64_MAX - 5;
             d[n].len         = 0;
             ++n;
         }
@@ -343,7 +344,7 @@ START_TEST(test_zero_length_mixed)
 
     /* a batch of nothing but zero-length descriptors, both directions */
     for (i = 0; i < 8; ++i) {
-        d[i].local_addr  = i;
+        d[i].local_addr  = i + 1;
         d[i].remote_addr = UINT64_MAX - i;
         d[i].len         = 0;
     }
@@ -352,6 +353,14 @@ START_TEST(test_zero_length_mixed)
     hx_target_verify(&t, 0, 0, 64 * piece, 31, 0);
     hx_pat_assert(local, region, 31, 0, "local memory after zero-length "
                   "READs");
+    /* a null address is refused, whatever the length, naming it */
+    d[3].local_addr = 0;
+    hx_expect(hixl_transfer_sync(e, t.name, HIXL_WRITE, d, 8, 1000),
+              HIXL_PARAM_INVALID, "descriptor 3: local address is 0");
+    d[3].local_addr  = 1;
+    d[5].remote_addr = 0;
+    hx_expect(hixl_transfer_sync(e, t.name, HIXL_WRITE, d, 8, 1000),
+              HIXL_PARAM_INVALID, "descriptor 5: remote address is 0");
 
     hx_ok(hixl_finalize(e));
     hx_target_stop(&t);

@@ -95,8 +95,9 @@ typedef struct hixl_mem_desc {
 
 /** One piece of a transfer (hixl::TransferOpDesc).  [local_addr, +len) must
  *  lie inside one region registered with this engine, [remote_addr, +len)
- *  inside one region the remote engine registered.  A descriptor with len 0
- *  is accepted and moves nothing; its addresses are not checked. */
+ *  inside one region the remote engine registered.  Neither address may be
+ *  0 (PARAM_INVALID, as in hixl); a descriptor with len 0 moves nothing and
+ *  its addresses are not looked up. */
 typedef struct hixl_transfer_op_desc {
     uintptr_t local_addr;
     uintptr_t remote_addr;
@@ -104,15 +105,16 @@ typedef struct hixl_transfer_op_desc {
 } hixl_transfer_op_desc_t;
 
 /** A notify to send (hixl::NotifyDesc).  name is a NUL-terminated string of
- *  at most HIXL_NOTIFY_NAME_MAX bytes; msg is msg_len bytes (any content),
- *  at most the engine's hixl.MaxNotifySize. */
+ *  at most HIXL_NOTIFY_NAME_MAX bytes (hixl's limit); msg is msg_len bytes
+ *  (any content), at most the engine's hixl.MaxNotifySize (default 64 KiB,
+ *  hixl's 1024 bytes and more). */
 typedef struct hixl_notify_desc {
     const char *name;
     const void *msg;
     size_t      msg_len;
 } hixl_notify_desc_t;
 
-#define HIXL_NOTIFY_NAME_MAX 255
+#define HIXL_NOTIFY_NAME_MAX 1024
 #define HIXL_ENGINE_NAME_MAX 127
 
 /** A received notify, as returned by hixl_get_notifies(). */
@@ -125,8 +127,9 @@ typedef struct hixl_notify {
 
 /** Fields of hixl_transfer_args_t that are set. */
 enum {
-    HIXL_TRANSFER_ARG_TIMEOUT = 1u << 0,
-    HIXL_TRANSFER_ARG_NOTIFY  = 1u << 1
+    HIXL_TRANSFER_ARG_TIMEOUT   = 1u << 0,
+    HIXL_TRANSFER_ARG_NOTIFY    = 1u << 1,
+    HIXL_TRANSFER_ARG_USER_DATA = 1u << 2
 };
 
 /** Optional arguments of hixl_transfer_async (hixl::TransferArgs).  Zero it,
@@ -140,7 +143,43 @@ typedef struct hixl_transfer_args {
      *  of this transfer is visible in its memory.  The request completes once
      *  the remote has queued it. */
     hixl_notify_desc_t notify;
+    /** The application's value for the request (hixl::TransferArgs::
+     *  user_data), returned with its status by
+     *  hixl_get_all_transfer_status(). */
+    const void *user_data;
 } hixl_transfer_args_t;
+
+/** A request's status, as hixl_get_all_transfer_status() reports it
+ *  (hixl::TransferResult). */
+typedef struct hixl_transfer_result {
+    hixl_req_t             req;
+    const void            *user_data;
+    hixl_transfer_status_t status;
+} hixl_transfer_result_t;
+
+/** State of a connection made by hixl_connect_async / hixl_disconnect_async,
+ *  in hixl's order (hixl::AsyncConnectStatus). */
+typedef enum hixl_async_connect_status {
+    HIXL_ASYNC_NOT_CONNECT        = 0,
+    HIXL_ASYNC_CONNECT_PENDING    = 1,
+    HIXL_ASYNC_CONNECTING         = 2,
+    HIXL_ASYNC_CONNECTED          = 3,
+    HIXL_ASYNC_CONNECT_FAILED     = 4,
+    HIXL_ASYNC_DISCONNECT_PENDING = 5,
+    HIXL_ASYNC_DISCONNECTING      = 6
+} hixl_async_connect_status_t;
+
+/** One entry of hixl_get_all_async_connect_status(). */
+typedef struct hixl_async_connect_entry {
+    const char                 *remote;
+    hixl_async_connect_status_t status;
+} hixl_async_connect_entry_t;
+
+/** Features hixl_get_capability() answers for (hixl::FeatureType). */
+typedef enum hixl_feature {
+    HIXL_FEATURE_AUTO_CONNECT       = 0,
+    HIXL_FEATURE_CLIENT_SERVER_COMM = 1
+} hixl_feature_t;
 
 /* ---- Engine ------------------------------------------------------------ */
 
@@ -155,7 +194,8 @@ typedef struct hixl_transfer_args {
  *
  * options: num_options key/value pairs from the option table; every key has
  * a HIXL_* environment twin.  Precedence: default < environment < options.
- * An unknown key or a bad value is PARAM_INVALID.
+ * An unknown key or a bad value is PARAM_INVALID.  On failure *engine_p is
+ * left as it was.
  */
 HIXL_API hixl_status_t hixl_initialize(const char *local_engine,
                               const hixl_option_t *options, size_t num_options,
@@ -172,7 +212,9 @@ HIXL_API const char *hixl_engine_name(const hixl_engine_t *engine);
 
 /**
  * Register a region (hixl::Hixl::RegisterMem).  HOST memory is mapped with
- * ucp_mem_map and its remote key packed once.  Regions may be registered
+ * ucp_mem_map and its remote key packed once.  The same region (address,
+ * length and type) registered again is SUCCESS with the same handle, as in
+ * hixl; another region overlapping a registered one is PARAM_INVALID.  Regions may be registered
  * after connecting: connected peers are told at once, and a peer that has
  * not yet heard of it when it transfers into it asks before refusing the
  * descriptor, so a transfer that follows this call (by any channel) never
@@ -239,6 +281,43 @@ HIXL_API hixl_status_t hixl_deregister_mem(hixl_engine_t *engine,
 HIXL_API hixl_status_t hixl_connect(hixl_engine_t *engine, const char *remote_engine,
                            int32_t timeout_ms);
 
+/**
+ * Connect in the background (hixl::Hixl::ConnectAsync): queued for the
+ * engine's connect pool (hixl.ConnectPoolThreads threads, a queue of
+ * hixl.ConnectPoolQueue operations: RESOURCE_EXHAUSTED when full), where it
+ * runs as hixl_connect(remote, timeout_ms).  Operations on one remote run
+ * in the order they were submitted; different remotes run at once.
+ * hixl_get_async_connect_status() follows it: CONNECT_PENDING at once, then
+ * CONNECTING, then CONNECTED (also when it was connected already) or
+ * CONNECT_FAILED.  PARAM_INVALID for a bad name or timeout_ms <= 0.
+ */
+HIXL_API hixl_status_t hixl_connect_async(hixl_engine_t *engine,
+                                          const char *remote_engine,
+                                          int32_t timeout_ms);
+
+/** Disconnect in the background (hixl::Hixl::DisconnectAsync), like
+ *  hixl_connect_async: DISCONNECT_PENDING, DISCONNECTING, then the remote
+ *  leaves the status table (NOT_CONNECT), whatever hixl_disconnect
+ *  returned.  The status is always the latest submitted operation's. */
+HIXL_API hixl_status_t hixl_disconnect_async(hixl_engine_t *engine,
+                                             const char *remote_engine,
+                                             int32_t timeout_ms);
+
+/** The async status of remote; NOT_CONNECT for a remote the table does not
+ *  hold.  Connections made with hixl_connect are not in the table. */
+HIXL_API hixl_status_t hixl_get_async_connect_status(
+        hixl_engine_t *engine, const char *remote_engine,
+        hixl_async_connect_status_t *status_p);
+
+/** Every entry of the table (none is NOT_CONNECT); *entries_p is NULL when
+ *  *count_p is 0, else release it with hixl_release_async_connect_status. */
+HIXL_API hixl_status_t hixl_get_all_async_connect_status(
+        hixl_engine_t *engine, hixl_async_connect_entry_t **entries_p,
+        size_t *count_p);
+
+HIXL_API void hixl_release_async_connect_status(
+        hixl_async_connect_entry_t *entries, size_t count);
+
 /** Disconnect (hixl::Hixl::Disconnect): waits up to timeout_ms for the
  *  transfers in flight to the remote, then closes; those still in flight end
  *  FAILED.  Works from either side of a connection.
@@ -279,12 +358,30 @@ HIXL_API hixl_status_t hixl_transfer_async(hixl_engine_t *engine, const char *re
 /**
  * Query a request (hixl::Hixl::GetTransferStatus).  A request reported
  * COMPLETED, FAILED or TIMEOUT is released by that call; the handle is then
- * invalid (PARAM_INVALID if used again).  The reason of a FAILED or TIMEOUT is
- * in hixl_last_error().  Drives progress when the engine has no progress
- * thread.
+ * invalid (PARAM_INVALID if used again, and *status_p is then FAILED, as
+ * in hixl, so that a loop that does not look at the return value ends).  The
+ * reason of a FAILED or TIMEOUT is in hixl_last_error().  Drives progress
+ * when the engine has no progress thread.
  */
 HIXL_API hixl_status_t hixl_get_transfer_status(hixl_engine_t *engine, hixl_req_t req,
                                        hixl_transfer_status_t *status_p);
+
+/**
+ * The status of the engine's async requests, oldest first
+ * (hixl::Hixl::GetTransferStatus(GetTransferStatusArgs, results)), each with
+ * the user_data its hixl_transfer_args_t gave.  At most max_query_count
+ * entries (the later requests are not looked at); with skip_waiting,
+ * requests still WAITING are left out.  A request reported COMPLETED,
+ * FAILED or TIMEOUT here is released, as by hixl_get_transfer_status.
+ * *results_p is NULL when *count_p is 0, else release it with
+ * hixl_release_transfer_results().
+ */
+HIXL_API hixl_status_t hixl_get_all_transfer_status(
+        hixl_engine_t *engine, uint32_t max_query_count, int skip_waiting,
+        hixl_transfer_result_t **results_p, size_t *count_p);
+
+HIXL_API void hixl_release_transfer_results(hixl_transfer_result_t *results,
+                                            size_t count);
 
 /* ---- Layer-granular flush ----------------------------------------------- */
 
@@ -385,6 +482,11 @@ typedef void (*hixl_log_fn_t)(int level, const char *file, int line,
  *  stderr).  Which lines are logged is still hixl.LogLevel's business: the
  *  threshold is the most verbose level of the engines alive. */
 HIXL_API hixl_status_t hixl_set_log_handler(hixl_log_fn_t fn, void *arg);
+
+/** Whether a feature is supported (hixl::Hixl::GetCapability): *value_p
+ *  1 or 0 (0 for a feature this library does not know).  PARAM_INVALID for
+ *  a negative feature.  Needs no engine. */
+HIXL_API hixl_status_t hixl_get_capability(int32_t feature, int32_t *value_p);
 
 /** Library version string, e.g. "0.1.0". */
 HIXL_API const char *hixl_version(void);

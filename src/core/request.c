@@ -95,7 +95,8 @@ got:
     req->handle      = hixl_handle_make(pool->serial, req->gen, req->index);
     req->engine      = engine;
     req->peer        = NULL;
-    req->user_data   = 0;
+    req->seq         = ++pool->next_seq;
+    req->user_data   = NULL;
     req->notify_name = NULL;
     req->notify_msg  = NULL;
     req->notify_len  = 0;

@@ -50,7 +50,8 @@ struct hixl_request {
     uint32_t             index;
     uint64_t             handle;
     uint64_t             deadline_ns;
-    uint64_t             user_data;    /* returned with its status */
+    uint64_t             seq;          /* submission order */
+    const void          *user_data;    /* returned with its status */
     hixl_engine_t       *engine;
     hixl_peer_t         *peer;         /* referenced while in flight */
     hixl_transfer_op_t   op;
@@ -77,6 +78,7 @@ typedef struct hixl_req_pool {
     hixl_request_t           *reqs;
     uint32_t                  size;
     uint16_t                  serial;     /* the engine's: tags handles */
+    uint64_t                  next_seq;   /* the taker's */
     hixl_request_t           *hot;        /* returned, the taker's now */
     hixl_request_t           *free_list;  /* never used yet */
     _Atomic(hixl_request_t *) returned;

@@ -6,6 +6,7 @@
 #include "core/engine.h"
 #include "ctrl/ctrl.h"
 #include "device/device.h"
+#include "ops/connect_async.h"
 #include "ops/layer.h"
 #include "ops/memory.h"
 #include "ops/notify.h"
@@ -20,6 +21,7 @@
  * thread stops, device work ends, UCX goes, then every layer's state. */
 static void hixl_engine_destroy(hixl_engine_t *engine)
 {
+    hixl_connect_async_cleanup(engine);
     hixl_ctrl_stop_listening(engine);
     hixl_engine_drain(engine);
     hixl_progress_stop(engine);
@@ -76,7 +78,6 @@ hixl_status_t hixl_initialize(const char *local_engine,
     if (engine_p == NULL) {
         return hixl_error(HIXL_PARAM_INVALID, "engine_p is NULL");
     }
-    *engine_p = NULL;
     status = hixl_engine_create(local_engine, options, num_options, &engine);
     if (status != HIXL_SUCCESS) {
         return status;
@@ -112,4 +113,18 @@ const char *hixl_engine_name(const hixl_engine_t *engine)
 unsigned hixl_engine_progress(hixl_engine_t *engine)
 {
     return (engine != NULL) ? hixl_progress(engine) : 0;
+}
+
+hixl_status_t hixl_get_capability(int32_t feature, int32_t *value_p)
+{
+    if (value_p == NULL) {
+        return hixl_error(HIXL_PARAM_INVALID, "value_p is NULL");
+    }
+    if (feature < 0) {
+        return hixl_error(HIXL_PARAM_INVALID, "feature %d is negative",
+                          (int)feature);
+    }
+    *value_p = (feature == HIXL_FEATURE_AUTO_CONNECT) ||
+               (feature == HIXL_FEATURE_CLIENT_SERVER_COMM);
+    return HIXL_SUCCESS;
 }

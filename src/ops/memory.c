@@ -248,6 +248,26 @@ static hixl_status_t hixl_mem_create(hixl_engine_t *engine, uintptr_t addr,
     return HIXL_SUCCESS;
 }
 
+/* The same region registered again is SUCCESS with the same handle, as in
+ * hixl (whose users register what they allocate, maybe twice). */
+static int hixl_mem_registered(hixl_engine_t *engine,
+                               const hixl_mem_desc_t *mem,
+                               hixl_mem_type_t type,
+                               hixl_mem_handle_t *handle_p)
+{
+    hixl_region_t *region;
+
+    pthread_mutex_lock(&engine->lock);
+    region = hixl_mem_table_same(&engine->mem, mem->addr, mem->len);
+    if ((region != NULL) && (region->type == type)) {
+        *handle_p = (hixl_mem_handle_t)(uintptr_t)region->handle;
+    } else {
+        region = NULL;
+    }
+    pthread_mutex_unlock(&engine->lock);
+    return region != NULL;
+}
+
 hixl_status_t hixl_register_mem(hixl_engine_t *engine,
                                 const hixl_mem_desc_t *mem,
                                 hixl_mem_type_t type,
@@ -274,6 +294,10 @@ hixl_status_t hixl_register_mem(hixl_engine_t *engine,
                           mem->len);
     }
     status = hixl_mem_check_type(type, 0);
+    if ((status == HIXL_SUCCESS) &&
+        hixl_mem_registered(engine, mem, type, handle_p)) {
+        return HIXL_SUCCESS;
+    }
     if (status == HIXL_SUCCESS) {
         status = hixl_mem_create(engine, mem->addr, mem->len, type, 0,
                                  &region);

@@ -278,6 +278,7 @@ static hixl_status_t hixl_xfer_check_args(hixl_engine_t *engine,
                                           size_t num_descs)
 {
     hixl_status_t status = hixl_check_remote(engine, remote);
+    size_t i;
 
     if (status != HIXL_SUCCESS) {
         return status;
@@ -291,6 +292,15 @@ static hixl_status_t hixl_xfer_check_args(hixl_engine_t *engine,
     }
     if (num_descs == 0) {
         return hixl_error(HIXL_PARAM_INVALID, "no descriptors (num_descs 0)");
+    }
+    /* as hixl does, before any connect: a null address is a bug of the
+     * caller's whatever the length */
+    for (i = 0; i < num_descs; ++i) {
+        if ((descs[i].local_addr == 0) || (descs[i].remote_addr == 0)) {
+            return hixl_error(HIXL_PARAM_INVALID, "descriptor %zu: %s address "
+                              "is 0", i, descs[i].local_addr ? "remote" :
+                              "local");
+        }
     }
     return HIXL_SUCCESS;
 }
@@ -433,6 +443,9 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
     req            = hixl_req_get(&engine->reqs, engine);
     req->op        = op;
     req->num_descs = num_descs;
+    if ((args != NULL) && (args->field_mask & HIXL_TRANSFER_ARG_USER_DATA)) {
+        req->user_data = args->user_data;
+    }
     if (notify != NULL) {
         /* nothing is posted yet on this path */
         status = hixl_notify_attach(req, notify);
@@ -475,6 +488,8 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
 
 /* ---- the calls ------------------------------------------------------------ */
 
+static hixl_transfer_status_t hixl_xfer_status(hixl_request_t *req);
+
 hixl_status_t hixl_transfer_async(hixl_engine_t *engine, const char *remote,
                                   hixl_transfer_op_t op,
                                   const hixl_transfer_op_desc_t *descs,
@@ -516,33 +531,140 @@ hixl_status_t hixl_get_transfer_status(hixl_engine_t *engine, hixl_req_t req_h,
     }
     req = hixl_req_lookup(&engine->reqs, (uintptr_t)req_h);
     if (req == NULL) {
+        /* FAILED, as in hixl: a polling loop that ignores the return value
+         * ends instead of spinning on WAITING */
+        *status_p = HIXL_TRANSFER_FAILED;
         return hixl_error(HIXL_PARAM_INVALID, "request %p is not in flight on "
                           "this engine (already reported, or never issued by "
                           "it)", (void*)req_h);
     }
     /* Progress only for an answer not known yet: a window of requests that
      * one flush completed is reported without a system call each. */
+    if (atomic_load(&req->state) != HIXL_REQ_DONE) {
+        if (!engine->progress.running) {
+            hixl_progress(engine);
+        }
+    }
+    *status_p = hixl_xfer_status(req);
+    return HIXL_SUCCESS;
+}
+
+/* The status of a request in flight, reporting (and releasing) it when it
+ * ended. */
+static hixl_transfer_status_t hixl_xfer_status(hixl_request_t *req)
+{
+    hixl_transfer_status_t status;
+
     if (atomic_load(&req->state) == HIXL_REQ_DONE) {
-        hixl_req_report(req, status_p);
+        hixl_req_report(req, &status);
+        return status;
+    }
+    if (hixl_req_expire(req, hixl_now_coarse_ns())) {
+        return HIXL_TRANSFER_TIMEOUT;
+    }
+    if (atomic_load(&req->state) == HIXL_REQ_DONE) {
+        hixl_req_report(req, &status);
+        return status;
+    }
+    return HIXL_TRANSFER_WAITING;
+}
+
+static int hixl_xfer_by_seq(const void *a, const void *b)
+{
+    const hixl_request_t *ra = *(hixl_request_t *const *)a;
+    const hixl_request_t *rb = *(hixl_request_t *const *)b;
+
+    return (ra->seq > rb->seq) - (ra->seq < rb->seq);
+}
+
+/* The requests in flight, oldest first; NULL and *n 0 when none. */
+static hixl_request_t **hixl_xfer_in_flight(hixl_engine_t *engine, size_t *n)
+{
+    hixl_req_pool_t *pool = &engine->reqs;
+    hixl_request_t **list;
+    unsigned state;
+    uint32_t i;
+
+    *n   = 0;
+    list = malloc(pool->size * sizeof(*list));
+    if (list == NULL) {
+        return NULL;
+    }
+    for (i = 0; i < pool->size; ++i) {
+        state = atomic_load(&pool->reqs[i].state);
+        if ((state == HIXL_REQ_ACTIVE) || (state == HIXL_REQ_DONE)) {
+            list[(*n)++] = &pool->reqs[i];
+        }
+    }
+    qsort(list, *n, sizeof(*list), hixl_xfer_by_seq);
+    return list;
+}
+
+hixl_status_t hixl_get_all_transfer_status(hixl_engine_t *engine,
+                                           uint32_t max_query_count,
+                                           int skip_waiting,
+                                           hixl_transfer_result_t **results_p,
+                                           size_t *count_p)
+{
+    hixl_transfer_result_t *out;
+    hixl_transfer_status_t status;
+    hixl_request_t **list, *req;
+    const void *user_data;
+    size_t n, i, count = 0;
+    uint64_t handle;
+
+    if ((engine == NULL) || (results_p == NULL) || (count_p == NULL)) {
+        return hixl_error(HIXL_PARAM_INVALID, "%s is NULL", !engine ?
+                          "engine" : !results_p ? "results_p" : "count_p");
+    }
+    *results_p = NULL;
+    *count_p   = 0;
+    if (max_query_count == 0) {
         return HIXL_SUCCESS;
     }
     if (!engine->progress.running) {
         hixl_progress(engine);
     }
-    if (atomic_load(&req->state) == HIXL_REQ_DONE) {
-        hixl_req_report(req, status_p);
+    list = hixl_xfer_in_flight(engine, &n);
+    out  = malloc((n ? n : 1) * sizeof(*out));
+    if ((list == NULL) || (out == NULL)) {
+        free(list);
+        free(out);
+        return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for the "
+                          "status of %u requests", engine->reqs.size);
+    }
+    for (i = 0; (i < n) && (count < max_query_count); ++i) {
+        /* read before a report releases it */
+        handle    = list[i]->handle;
+        user_data = list[i]->user_data;
+        req       = hixl_req_lookup(&engine->reqs, handle);
+        if (req == NULL) {
+            continue;   /* reported by another call meanwhile */
+        }
+        status = hixl_xfer_status(req);
+        if (skip_waiting && (status == HIXL_TRANSFER_WAITING)) {
+            continue;
+        }
+        out[count].req       = (hixl_req_t)(uintptr_t)handle;
+        out[count].user_data = user_data;
+        out[count].status    = status;
+        ++count;
+    }
+    free(list);
+    if (count == 0) {
+        free(out);
         return HIXL_SUCCESS;
     }
-    if (hixl_req_expire(req, hixl_now_coarse_ns())) {
-        *status_p = HIXL_TRANSFER_TIMEOUT;
-        return HIXL_SUCCESS;
-    }
-    if (atomic_load(&req->state) == HIXL_REQ_DONE) {
-        hixl_req_report(req, status_p);
-        return HIXL_SUCCESS;
-    }
-    *status_p = HIXL_TRANSFER_WAITING;
+    *results_p = out;
+    *count_p   = count;
     return HIXL_SUCCESS;
+}
+
+void hixl_release_transfer_results(hixl_transfer_result_t *results,
+                                   size_t count)
+{
+    (void)count;
+    free(results);
 }
 
 hixl_status_t hixl_transfer_sync(hixl_engine_t *engine, const char *remote,

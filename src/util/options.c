@@ -68,6 +68,15 @@ static const hixl_opt_row_t hixl_opt_table[] = {
      OFF(auto_connect),
      "Connect on first transfer or notify to an unconnected remote, within "
      "hixl.ConnectTimeoutMs", NULL},
+    {"hixl.ConnectPoolThreads", "HIXL_CONNECT_POOL_THREADS", HIXL_OPT_UINT,
+     "2", 1, 64, 0, OFF(connect_pool_threads),
+     "Threads running hixl_connect_async / hixl_disconnect_async (hixl's "
+     "GlobalResourceConfig connect_pool.thread_num), started at the first "
+     "async call", NULL},
+    {"hixl.ConnectPoolQueue", "HIXL_CONNECT_POOL_QUEUE", HIXL_OPT_UINT,
+     "128", 1, 65535, 0, OFF(connect_pool_queue),
+     "Async connects and disconnects waiting for a thread; one more is "
+     "RESOURCE_EXHAUSTED (connect_pool.task_queue_capacity)", NULL},
     {"hixl.ProgressThread", "HIXL_PROGRESS_THREAD", HIXL_OPT_BOOL, "1", 0, 1,
      0, OFF(progress_thread),
      "Run an engine progress thread, so a passive target needs no calls; "

@@ -46,6 +46,8 @@ typedef struct hixl_opts {
     int32_t  rdma_traffic_class;     /* -1: leave UCX's default */
     int32_t  rdma_service_level;     /* -1: leave UCX's default */
     int32_t  auto_connect;           /* AutoConnect */
+    uint32_t connect_pool_threads;
+    uint32_t connect_pool_queue;
     /* hixl.* keys */
     int32_t  progress_thread;
     int32_t  progress_spin_us;

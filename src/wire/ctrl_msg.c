@@ -49,7 +49,8 @@ static const ctrl_field_t ctrl_f_mem_del[] = {
 static const ctrl_field_t ctrl_f_sync[] = {F_U64(sync, token)};
 static const ctrl_field_t ctrl_f_notify[] = {
     F_U64(notify, seq), F_U32(notify, flags),
-    F_B(notify, name, CTRL_MAX_NAME), F_B(notify, msg, CTRL_MAX_NOTIFY)};
+    F_B(notify, name, CTRL_MAX_NOTIFY_NAME),
+    F_B(notify, msg, CTRL_MAX_NOTIFY)};
 static const ctrl_field_t ctrl_f_notify_ack[] = {
     F_U64(notify_ack, seq), F_U32(notify_ack, status)};
 static const ctrl_field_t ctrl_f_layer[] = {

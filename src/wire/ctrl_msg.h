@@ -24,7 +24,8 @@
 #define CTRL_MAGIC        0x4c584948u   /* "HIXL" read as little-endian */
 #define CTRL_VERSION      2
 #define CTRL_HDR_LEN      12
-#define CTRL_MAX_NAME     255           /* engine and notify names */
+#define CTRL_MAX_NAME     255           /* engine names, host ids */
+#define CTRL_MAX_NOTIFY_NAME 1024       /* hixl's limit (HIXL_NOTIFY_NAME_MAX) */
 #define CTRL_MAX_REASON   1024
 #define CTRL_MAX_ADDR     (64 * 1024)   /* UCX worker address */
 #define CTRL_MAX_RKEY     (64 * 1024)   /* packed UCX remote key */
