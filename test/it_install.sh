@@ -19,12 +19,15 @@
 # reported at the end after everything else ran.
 #
 # Environment (test/Makefile.am): HIXL_TOP_BUILDDIR, HIXL_PREFIX,
-# HIXL_LIBDIR, HIXL_INCLUDEDIR, HIXL_MANDIR, HIXL_PYTHONDIR, PYTHON, CC.
+# HIXL_LIBDIR, HIXL_INCLUDEDIR, HIXL_MANDIR, HIXL_PYTHONDIR, PYTHON, CC, and
+# HIXL_LDFLAGS (a sanitized build's -fsanitize=...: programs linking the
+# library need it too).
 set -u
 srcdir=${srcdir:-$(dirname "$0")}
 srcdir=$(cd "$srcdir" && pwd)
 : "${HIXL_PREFIX:?}" "${HIXL_LIBDIR:?}" "${HIXL_INCLUDEDIR:?}"
 CC=${CC:-cc}
+san=${HIXL_LDFLAGS:-}
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/it_install.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT
@@ -93,7 +96,7 @@ if command -v pkg-config >/dev/null 2>&1; then
         "$libdir/pkgconfig/hixl-ucx.pc" >pc/hixl-ucx.pc
     pc=pkg-config
     export PKG_CONFIG_PATH="$tmp/pc"
-    if $CC consumer.c $($pc --cflags --libs hixl-ucx) \
+    if $CC $san consumer.c $($pc --cflags --libs hixl-ucx) \
            -Wl,-rpath,"$($pc --variable=libdir hixl-ucx)" -o consumer_pc \
            >"$tmp/cc.log" 2>&1; then
         run_consumer "pkg-config" consumer_pc
@@ -109,7 +112,7 @@ if command -v pkg-config >/dev/null 2>&1; then
         "$libdir/pkgconfig/hixl-ucx.pc" >static/lib/pkgconfig/hixl-ucx.pc
     libs=$(PKG_CONFIG_PATH=$tmp/static/lib/pkgconfig $pc --static --libs hixl-ucx)
     echo "pkg-config --static --libs hixl-ucx: $libs"
-    if $CC consumer.c $($pc --cflags hixl-ucx) $libs -o consumer_static_pc \
+    if $CC $san consumer.c $($pc --cflags hixl-ucx) $libs -o consumer_static_pc \
            >"$tmp/cc.log" 2>&1; then
         run_consumer "pkg-config --static" consumer_static_pc static
     else
@@ -124,7 +127,7 @@ fi
 
 # ---- a plain Makefile --------------------------------------------------------
 if make -s -f consumer.mk HIXL_PREFIX="$prefix" HIXL_LIBDIR="$libdir" \
-        CC="$CC" >"$tmp/make.log" 2>&1; then
+        CC="$CC" CFLAGS="$san" >"$tmp/make.log" 2>&1; then
     run_consumer "plain Makefile" consumer
 else
     cat "$tmp/make.log"
@@ -141,7 +144,12 @@ for page in hixl_info put_bw pd_pipeline; do
 done
 if [ -n "${HIXL_PYTHONDIR:-}" ] && [ -n "${PYTHON:-}" ] &&
    command -v "$PYTHON" >/dev/null 2>&1; then
-    if out=$(cd / && PYTHONPATH=$root$HIXL_PYTHONDIR \
+    # a sanitized library needs the ASan runtime loaded before Python
+    asan=$(ldd "$libdir/libhixl-ucx.so.0" 2>/dev/null |
+           sed -n 's/^[[:space:]]*libasan[^ ]* => \([^ ]*\) .*/\1/p' | head -n 1)
+    if out=$(cd / && LD_PRELOAD=${asan:-${LD_PRELOAD:-}} \
+             ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+             PYTHONPATH=$root$HIXL_PYTHONDIR \
              HIXL_UCX_LIB=$libdir/libhixl-ucx.so.0 "$PYTHON" -c \
              'import hixl_ucx; print(hixl_ucx.version(), hixl_ucx.__file__)' 2>&1); then
         echo "PASS: Python module installed: $out"
@@ -164,7 +172,8 @@ fi
 cmake_skipped=0
 if command -v cmake >/dev/null 2>&1; then
     if cmake -S . -B cmake-build -DCMAKE_PREFIX_PATH="$prefix" \
-             -DCMAKE_C_COMPILER="${CC%% *}" >"$tmp/cmake.log" 2>&1 &&
+             -DCMAKE_C_COMPILER="${CC%% *}" -DCMAKE_C_FLAGS="$san" \
+             >"$tmp/cmake.log" 2>&1 &&
        cmake --build cmake-build >>"$tmp/cmake.log" 2>&1; then
         run_consumer "CMake find_package(hixl-ucx)" cmake-build/consumer
         if [ -x cmake-build/consumer_static ]; then

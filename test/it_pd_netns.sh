@@ -8,6 +8,10 @@
 # It measures nothing (tests never assert on speed), but prints decode's
 # report into the log.
 #
+# To measure with it (README "Two machines"): PD_NETNS_SHAPE replaces the
+# small test cache (e.g. "--preset small"), PD_NETNS_ENV adds environment
+# to both roles (e.g. "UCX_TCP_TX_SEG_SIZE=64k UCX_TCP_RX_SEG_SIZE=64k").
+#
 # Needs root and `ip netns`: otherwise SKIP (77) with the reason.  Every
 # name carries this process's pid; addresses live only on the veth inside
 # the namespaces; everything is deleted on exit, also on failure.
@@ -62,14 +66,15 @@ ip -n "$nsp" link set "$vp" up && ip -n "$nsd" link set "$vd" up || {
 
 # A small cache (8 layers of 1 MiB in 32 KiB blocks): the point is the
 # exchange and the verification across hosts, not the speed.
-shape="--layers 8 --kv-heads 8 --head-dim 128 --seq-len 256"
+shape=${PD_NETNS_SHAPE:-"--layers 8 --kv-heads 8 --head-dim 128 --seq-len 256"}
+extra=${PD_NETNS_ENV:-}
 unset HIXL_LOG_LEVEL
-ip netns exec "$nsd" env UCX_TLS=tcp UCX_NET_DEVICES="$vd" \
+ip netns exec "$nsd" env UCX_TLS=tcp UCX_NET_DEVICES="$vd" $extra \
     timeout 180 "$pd" decode --listen "$ip_d:$port" $shape \
     --timeout-ms 30000 --peer-wait-s 60 >"$tmp/decode.out" 2>&1 &
 dec_pid=$!
 
-ip netns exec "$nsp" env UCX_TLS=tcp UCX_NET_DEVICES="$vp" \
+ip netns exec "$nsp" env UCX_TLS=tcp UCX_NET_DEVICES="$vp" $extra \
     timeout 180 "$pd" prefill --decode "$ip_d:$port" --quiet \
     --timeout-ms 30000 --peer-wait-s 60 >"$tmp/prefill.out" 2>&1
 pre_rc=$?
@@ -87,10 +92,11 @@ rc=0
 [ "$dec_rc" = 0 ] || { echo "FAIL: decode exited $dec_rc"; rc=1; }
 grep -q "^verified at decode: 4 run(s), every byte; 0 wrong$" "$tmp/decode.out" ||
     { echo "FAIL: decode did not verify 4 runs with 0 bytes wrong"; rc=1; }
+layers=$(sed -n "s/^pd_pipeline decode: KV cache \([0-9]*\) layers.*/\1/p" "$tmp/decode.out")
 grep -q "prefill engine $ip_p connected" "$tmp/decode.out" ||
     { echo "FAIL: decode did not see prefill $ip_p"; rc=1; }
 # prefill printed the layout it learned from decode's engine
-grep -q "^pd_pipeline prefill: decode's KV cache 8 layers" "$tmp/prefill.out" ||
+grep -q "^pd_pipeline prefill: decode's KV cache ${layers:-?} layers" "$tmp/prefill.out" ||
     { echo "FAIL: prefill did not learn decode's layout"; rc=1; }
 for mode in pipelined bulk staged; do
     grep -q "^$mode .* decode found 0 bytes wrong$" "$tmp/prefill.out" ||
