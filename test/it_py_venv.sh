@@ -47,6 +47,15 @@ if ! "$py" -m pip install --no-build-isolation --no-index --no-cache-dir \
 fi
 tail -n 1 "$tmp/pip.log"
 
+# a sanitized build (.ci/run) needs the ASan runtime loaded before Python
+asan=$(ldd "$lib" 2>/dev/null |
+       sed -n 's/^[[:space:]]*libasan[^ ]* => \([^ ]*\) .*/\1/p' | head -n 1)
+if [ -n "$asan" ]; then
+    LD_PRELOAD="$asan${LD_PRELOAD:+ $LD_PRELOAD}"
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+    export LD_PRELOAD ASAN_OPTIONS
+fi
+
 # from now on only the installed copy: no source tree on the path
 unset PYTHONPATH HIXL_UCX_PYTHONPATH
 cd "$tmp" || exit 99
@@ -91,14 +100,6 @@ else
     echo "note: no pkg-config: its search is not tested"
 fi
 
-# a sanitized build (.ci/run) needs the ASan runtime loaded before Python
-asan=$(ldd "$lib" 2>/dev/null |
-       sed -n 's/^[[:space:]]*libasan[^ ]* => \([^ ]*\) .*/\1/p' | head -n 1)
-if [ -n "$asan" ]; then
-    LD_PRELOAD="$asan${LD_PRELOAD:+ $LD_PRELOAD}"
-    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-    export LD_PRELOAD ASAN_OPTIONS
-fi
 cp "$srcdir/py_venv_pair.py" "$tmp/"
 out=$("$py" "$tmp/py_venv_pair.py" api 2>&1)
 case $out in
