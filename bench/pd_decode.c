@@ -223,9 +223,14 @@ static int pd_decode_setup(pd_decode_t *d)
     unsigned port;
     void *cache;
 
-    if ((pd_name_split(cfg->listen, d->host, sizeof(d->host), &port) != 0)) {
+    /* a name without a port would make a client-only engine: nobody
+     * could connect to it */
+    if ((pd_name_split(cfg->listen, d->host, sizeof(d->host), &port) != 0) ||
+        ((cfg->listen[0] == '[') ? (strstr(cfg->listen, "]:") == NULL) :
+         ((strchr(cfg->listen, ':') == NULL) ||
+          (strchr(cfg->listen, ':') != strrchr(cfg->listen, ':'))))) {
         fprintf(stderr, "pd_pipeline: decode: --listen %s: expected IP:PORT "
-                "or [IPv6]:PORT\n", cfg->listen);
+                "or [IPv6]:PORT (decode must listen)\n", cfg->listen);
         return -1;
     }
     if (hixl_initialize(cfg->listen, opts, 3, &d->engine) != HIXL_SUCCESS) {

@@ -104,13 +104,15 @@ void pd_report(const pd_config_t *cfg, const pd_session_t *session,
         }
         total = pd_rel_ms(r, r->ready[s->layers - 1]);
         gbs   = (total > 0) ? gb / (total / 1e3) : 0.0;
-        printf("%-10s %10.2f %7.2f %6.2f %6.2f %13.3f %13.2f %12" PRIu64 "\n",
-               pd_mode_name(mode), total, gbs,
-               (limit->measured && limit->warm_gbs > 0) ?
-               gbs / limit->warm_gbs : 0.0,
-               (limit->measured && limit->cold_gbs > 0) ?
-               gbs / limit->cold_gbs : 0.0,
-               pd_rel_ms(r, r->ready[0]), pd_decode_done_ms(cfg, r),
-               r->bad_bytes);
+        printf("%-10s %10.2f %7.2f ", pd_mode_name(mode), total, gbs);
+        if (limit->measured && (limit->warm_gbs > 0) &&
+            (limit->cold_gbs > 0)) {
+            printf("%6.2f %6.2f", gbs / limit->warm_gbs,
+                   gbs / limit->cold_gbs);
+        } else {
+            printf("%6s %6s", "-", "-");
+        }
+        printf(" %13.3f %13.2f %12" PRIu64 "\n", pd_rel_ms(r, r->ready[0]),
+               pd_decode_done_ms(cfg, r), r->bad_bytes);
     }
 }
