@@ -107,7 +107,7 @@ void pd_usage(FILE *f)
 "  --decode-compute-ms X   modelled decode compute per layer (default 2)\n"
 "  --staged-port N      TCP port of the staged mode (default: any)\n"
 "  --no-memcpy          skip measuring the memcpy limit (needs a second\n"
-"                       copy of the cache in memory for a moment)\n"
+"                       buffer the size of the cache for a moment)\n"
 "Prefill options (the runs):\n"
 "  --decode IP:PORT     decode's engine name\n"
 "  --name IP[:PORT]     this engine's name (default: the local address\n"

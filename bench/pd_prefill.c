@@ -252,9 +252,11 @@ static int pd_prefill_learn(pd_prefill_t *p)
 
     len = pd_msg_hello(buf, sizeof(buf), p->cfg->modes,
                        (uint32_t)(p->cfg->prefill_compute_ms * 1000.0));
+    /* decode may still be measuring memcpy into its fresh cache (its
+     * cold copy of gigabytes takes tens of seconds): --peer-wait-s */
     if ((pd_link_send(&p->link, buf, len, p->cfg->timeout_ms) != 0) ||
         (pd_link_expect(&p->link, &m, PD_MSG_LAYOUT,
-                        p->cfg->timeout_ms) != 0)) {
+                        p->cfg->peer_wait_ms) != 0)) {
         return -1;
     }
     p->layout = m.u.layout;   /* takes its arrays */

@@ -65,10 +65,10 @@ static void pd_report_limit(const pd_memcpy_t *limit)
         printf("\nmemcpy limit: not measured\n");
         return;
     }
-    printf("\nmemcpy limit, one core at decode, the same %.1f MB in this run: "
-           "%.2f GB/s warm (touched pages), %.2f GB/s cold (freshly mapped "
-           "shared pages)\n", limit->bytes / 1e6, limit->warm_gbs,
-           limit->cold_gbs);
+    printf("\nmemcpy limit, one core at decode, the same %.1f MB into the KV "
+           "cache in this run: %.2f GB/s warm (touched), %.2f GB/s cold (the "
+           "first copy after hixl_alloc_mem)\n", limit->bytes / 1e6,
+           limit->warm_gbs, limit->cold_gbs);
 }
 
 void pd_report(const pd_config_t *cfg, const pd_session_t *session,

@@ -63,8 +63,8 @@ typedef struct pd_mode_result {
 typedef struct pd_memcpy {
     int    measured;
     size_t bytes;
-    double cold_gbs;       /* into freshly mapped shared pages */
-    double warm_gbs;       /* into the same pages again */
+    double cold_gbs;       /* the first copy into the fresh KV cache */
+    double warm_gbs;       /* the same copy again */
 } pd_memcpy_t;
 
 /* What decode learned about its prefill (HELLO), for the report. */
@@ -111,7 +111,8 @@ int pd_tcp_listen(const char *host, unsigned port, unsigned *bound_port);
 int pd_tcp_accept(int listen_fd, int timeout_ms);
 int pd_tcp_connect(const char *host, unsigned port, int timeout_ms);
 
-int pd_memcpy_measure(size_t bytes, pd_memcpy_t *out);
+/* Copy `bytes` into dst (decode's new KV cache) twice: cold, then warm. */
+int pd_memcpy_measure(void *dst, size_t bytes, pd_memcpy_t *out);
 /* Refuse a cache that cannot fit: `copies` of it plus staging. */
 int pd_check_memory(const pd_shape_t *s, double copies);
 
