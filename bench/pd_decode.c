@@ -1,10 +1,10 @@
 /*
  * bench/pd_pipeline, decode side: a listening engine that owns the KV
- * cache.  It measures the memcpy limit, allocates and registers the cache,
- * waits for one prefill engine, tells it the layout (LAYOUT), then serves
- * its runs: per run it says GO, records when each layer became usable and
- * verifies every byte of the cache.  It prints the per-layer table and the
- * summary, and its exit status says whether every byte of every run
+ * cache.  It allocates and registers the cache, measures one core's memcpy
+ * into it, waits for one prefill engine, tells it the layout (LAYOUT), then
+ * serves its runs: per run it says GO, records when each layer became usable
+ * and verifies every byte of the cache.  It prints the per-layer table and
+ * the summary, and its exit status says whether every byte of every run
  * arrived right.
  */
 #include "pd_run.h"
