@@ -5,8 +5,13 @@
 #   ./quickstart.sh demo [pd_pipeline options]   set up, build, run the
 #                                                prefill->decode demo
 #   ./quickstart.sh test                         set up, build, run the tests
+#   ./quickstart.sh vs_perftest [its options]    set up (plus gnuplot for its
+#                                                plot), build, run
+#                                                bench/vs_perftest
 #
-# Set-up installs only the Debian packages that are missing.
+# Set-up installs only the Debian packages that are missing.  The build
+# uses Debian's /usr/bin/python3 (the one python3-numpy and friends belong
+# to) unless PYTHON is set.
 set -eu
 
 cd "$(dirname "$0")"
@@ -14,12 +19,21 @@ what=${1:-}
 [ $# -gt 0 ] && shift
 
 case "$what" in
-    demo|test) ;;
-    *) echo "usage: $0 demo [pd_pipeline options] | test" >&2; exit 2 ;;
+    demo|test|vs_perftest) ;;
+    *) echo "usage: $0 demo [pd_pipeline options] | test | vs_perftest [options]" >&2
+       exit 2 ;;
 esac
 
+# build and test: the library, its tests (Check), the Python package's
+# tests (an offline venv install moving numpy arrays), the installed-copy
+# test (CMake), the two-namespace test (iproute2)
 packages="build-essential autoconf automake libtool pkg-config libucx-dev \
-ucx-utils check libsubunit-dev libssl-dev"
+ucx-utils check libsubunit-dev libssl-dev python3 python3-venv python3-pip \
+python3-setuptools python3-wheel python3-numpy cmake iproute2"
+# bench/vs_perftest draws its plot with gnuplot (only that mode installs it)
+if [ "$what" = vs_perftest ]; then
+    packages="$packages gnuplot-nox"
+fi
 
 missing=""
 for p in $packages; do
@@ -44,6 +58,10 @@ if [ -f config.status ]; then
 else
     build=build
     mkdir -p "$build"
+    if [ -z "${PYTHON:-}" ] && [ -x /usr/bin/python3 ]; then
+        PYTHON=/usr/bin/python3   # not a python3 from elsewhere on PATH
+        export PYTHON
+    fi
     [ -f "$build/Makefile" ] || (cd "$build" && ../configure)
 fi
 make -C "$build" -j"$(nproc)"
@@ -65,5 +83,8 @@ case "$what" in
             cat "$build/test/test-suite.log" 2>/dev/null || true
             exit 1
         fi
+        ;;
+    vs_perftest)
+        exec bench/vs_perftest --put-bw "$build/bench/put_bw" "$@"
         ;;
 esac

@@ -1,9 +1,10 @@
 /*
- * bench/pd_pipeline: time, memory and the pipe channel.
+ * bench/pd_pipeline: time, memory, socket I/O and the shape line.
  */
 #include "pd_run.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -61,29 +62,6 @@ void pd_free(void *p, size_t bytes)
     }
 }
 
-int pd_channel_open(pd_channel_t *ch)
-{
-    if ((pipe(ch->p2d) != 0) || (pipe(ch->d2p) != 0)) {
-        return -1;
-    }
-    return 0;
-}
-
-void pd_channel_side(pd_channel_t *ch, int decode)
-{
-    if (decode) {
-        close(ch->p2d[1]);
-        close(ch->d2p[0]);
-        ch->rd = ch->p2d[0];
-        ch->wr = ch->d2p[1];
-    } else {
-        close(ch->p2d[0]);
-        close(ch->d2p[1]);
-        ch->rd = ch->d2p[0];
-        ch->wr = ch->p2d[1];
-    }
-}
-
 int pd_send_all(int fd, const void *buf, size_t len)
 {
     const char *p = buf;
@@ -122,12 +100,37 @@ int pd_recv_all(int fd, void *buf, size_t len)
     return 0;
 }
 
-int pd_send(pd_channel_t *ch, const void *buf, size_t len)
+void pd_print_shape(const char *who, const pd_shape_t *s)
 {
-    return pd_send_all(ch->wr, buf, len);
+    printf("%sKV cache %u layers x %u kv-heads x %u head-dim x %u tokens x "
+           "%u B x K/V = %.2f GiB (%.2f MiB per layer, %zu blocks of %zu "
+           "KiB)\n", who, s->layers, s->kv_heads, s->head_dim, s->seq_len,
+           s->dtype_bytes, pd_cache_bytes(s) / (double)(1 << 30),
+           pd_layer_bytes(s) / (double)(1 << 20), pd_blocks_per_layer(s),
+           pd_block_bytes(s) >> 10);
 }
 
-int pd_recv(pd_channel_t *ch, void *buf, size_t len)
+int pd_check_memory(const pd_shape_t *s, double copies)
 {
-    return pd_recv_all(ch->rd, buf, len);
+    unsigned long long kb = 0;
+    char line[256];
+    double need = copies * pd_cache_bytes(s) + 4.0 * pd_layer_bytes(s);
+    FILE *f = fopen("/proc/meminfo", "r");
+
+    while (f && fgets(line, sizeof(line), f)) {
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+            break;
+        }
+    }
+    if (f) {
+        fclose(f);
+    }
+    if ((kb != 0) && (need > kb * 1024.0 * 0.9)) {
+        fprintf(stderr, "pd_pipeline: this needs %.1f GiB (%.0f copies of a "
+                "%.2f GiB cache plus staging) and %.1f GiB is available\n",
+                need / (1 << 30), copies, pd_cache_bytes(s) /
+                (double)(1 << 30), kb / (double)(1 << 20));
+        return -1;
+    }
+    return 0;
 }

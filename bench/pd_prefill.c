@@ -1,35 +1,38 @@
 /*
- * bench/pd_pipeline, prefill side: computes (sleeps) and posts the cache
- * layer by layer in each mode, then collects decode's timings and reports.
+ * bench/pd_pipeline, prefill side: connects to the decode engine, learns
+ * the KV cache's shape, layer addresses and block table from it (HELLO ->
+ * LAYOUT), then per mode computes (sleeps) and posts the cache layer by
+ * layer once decode says GO, and collects decode's verdict (RESULT).
  */
 #include "pd_run.h"
 
 #include <hixl/hixl.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
+
+#define PD_WARMUP_BIT 0x80000000u
 
 typedef struct pd_prefill {
     const pd_config_t        *cfg;
-    pd_hello_t                decode;
+    pd_shape_t                shape;     /* decode's, from LAYOUT */
+    pd_layout_t               layout;
+    char                      decode_host[64];
     hixl_engine_t            *engine;
+    pd_link_t                 link;
     uint8_t                  *cache;
     uint8_t                  *staging;
-    hixl_transfer_op_desc_t  *descs;   /* layers x blocks */
-    hixl_req_t               *reqs;    /* one per layer */
-    const char               *label;   /* for the progress line */
+    hixl_transfer_op_desc_t  *descs;     /* layers x blocks */
+    hixl_req_t               *reqs;      /* one per layer */
+    const char               *label;     /* for the progress line */
 } pd_prefill_t;
 
 static void pd_progress(const pd_prefill_t *p, unsigned layer)
 {
-    unsigned n = p->cfg->shape.layers;
+    unsigned n = p->shape.layers;
     static int tty = -1;
 
     if (p->cfg->quiet) {
@@ -48,10 +51,10 @@ static void pd_progress(const pd_prefill_t *p, unsigned layer)
 }
 
 /* Per layer, the descriptors of its blocks: prefill's blocks in order,
- * decode's at their block-table slots. */
+ * decode's where its LAYOUT says (layer address + block-table slot). */
 static void pd_prefill_build_descs(pd_prefill_t *p)
 {
-    const pd_shape_t *s = &p->cfg->shape;
+    const pd_shape_t *s = &p->shape;
     size_t lb = pd_layer_bytes(s), bb = pd_block_bytes(s);
     size_t nb = pd_blocks_per_layer(s), b;
     hixl_transfer_op_desc_t *d;
@@ -61,7 +64,8 @@ static void pd_prefill_build_descs(pd_prefill_t *p)
         for (b = 0; b < nb; ++b) {
             d = &p->descs[layer * nb + b];
             d->local_addr  = (uintptr_t)p->cache + layer * lb + b * bb;
-            d->remote_addr = p->decode.dst + layer * lb + pd_slot(b, nb) * bb;
+            d->remote_addr = p->layout.layer_addr[layer] +
+                             p->layout.slot[b] * bb;
             d->len         = bb;
         }
     }
@@ -69,7 +73,7 @@ static void pd_prefill_build_descs(pd_prefill_t *p)
 
 static void pd_prefill_fill(pd_prefill_t *p, uint64_t run)
 {
-    const pd_shape_t *s = &p->cfg->shape;
+    const pd_shape_t *s = &p->shape;
     size_t lb = pd_layer_bytes(s), bb = pd_block_bytes(s);
     size_t nb = pd_blocks_per_layer(s), b;
     unsigned layer;
@@ -83,14 +87,15 @@ static void pd_prefill_fill(pd_prefill_t *p, uint64_t run)
 
 static int pd_prefill_hixl(pd_prefill_t *p, unsigned mode, uint64_t run)
 {
-    const pd_shape_t *s = &p->cfg->shape;
+    const pd_shape_t *s = &p->shape;
+    const char *decode = p->cfg->decode;
     size_t nb = pd_blocks_per_layer(s);
     hixl_transfer_status_t st;
     unsigned layer;
 
     for (layer = 0; layer < s->layers; ++layer) {
         pd_sleep_ms(p->cfg->prefill_compute_ms);
-        if (hixl_transfer_async(p->engine, p->decode.engine, HIXL_WRITE,
+        if (hixl_transfer_async(p->engine, decode, HIXL_WRITE,
                                 &p->descs[layer * nb], nb, NULL,
                                 &p->reqs[layer]) != HIXL_SUCCESS) {
             fprintf(stderr, "\npd_pipeline: layer %u: %s\n", layer,
@@ -98,7 +103,7 @@ static int pd_prefill_hixl(pd_prefill_t *p, unsigned mode, uint64_t run)
             return -1;
         }
         if (((mode == PD_PIPELINED) || (layer + 1 == s->layers)) &&
-            (hixl_flush_layer(p->engine, p->decode.engine, 0, run, layer) !=
+            (hixl_flush_layer(p->engine, decode, 0, run, layer) !=
              HIXL_SUCCESS)) {
             fprintf(stderr, "\npd_pipeline: flush layer %u: %s\n", layer,
                     hixl_last_error());
@@ -107,7 +112,7 @@ static int pd_prefill_hixl(pd_prefill_t *p, unsigned mode, uint64_t run)
         pd_progress(p, layer);
     }
     for (layer = 0; layer < s->layers; ++layer) {
-        do {
+        do {   /* bounded: a request ends TIMEOUT at its deadline */
             if (hixl_get_transfer_status(p->engine, p->reqs[layer], &st) !=
                 HIXL_SUCCESS) {
                 fprintf(stderr, "pd_pipeline: status: %s\n",
@@ -125,29 +130,9 @@ static int pd_prefill_hixl(pd_prefill_t *p, unsigned mode, uint64_t run)
     return 0;
 }
 
-static int pd_prefill_staged_connect(const pd_prefill_t *p)
-{
-    struct sockaddr_in sin;
-    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-
-    memset(&sin, 0, sizeof(sin));
-    sin.sin_family      = AF_INET;
-    sin.sin_port        = htons(p->decode.staged_port);
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if ((fd < 0) || connect(fd, (struct sockaddr*)&sin, sizeof(sin))) {
-        perror("pd_pipeline: staged connect");
-        if (fd >= 0) {
-            close(fd);
-        }
-        return -1;
-    }
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    return fd;
-}
-
 static int pd_prefill_staged(pd_prefill_t *p, int fd)
 {
-    const pd_shape_t *s = &p->cfg->shape;
+    const pd_shape_t *s = &p->shape;
     size_t lb = pd_layer_bytes(s);
     unsigned layer;
 
@@ -163,162 +148,234 @@ static int pd_prefill_staged(pd_prefill_t *p, int fd)
     return 0;
 }
 
-static int pd_prefill_run(pd_prefill_t *p, pd_channel_t *ch, unsigned mode,
-                          uint64_t run, pd_mode_result_t *res)
+static void pd_prefill_say(const pd_prefill_t *p, const pd_msg_t *res)
 {
-    pd_start_t start = {mode, run};
+    double gb = pd_cache_bytes(&p->shape) / 1e9;
+    double ms = res->u.result.total_ns / 1e6;
 
-    p->label = (run == 1) ? "warm-up" : pd_mode_name(mode);
-    pd_result_t result;
+    /* in the loopback form decode prints the whole report */
+    if (p->cfg->loopback) {
+        return;
+    }
+    printf("%-9s all layers at decode after %.2f ms (%.2f GB/s), layer 0 "
+           "after %.3f ms; decode found %" PRIu64 " bytes wrong%s%s\n",
+           pd_mode_name(res->u.result.mode), ms, (ms > 0) ? gb / (ms / 1e3) :
+           0.0, res->u.result.layer0_ns / 1e6, res->u.result.bad_bytes,
+           res->u.result.failed ? "; FAILED: " : "", res->u.result.text);
+    fflush(stdout);
+}
+
+/* START, GO, post, RESULT.  0 when decode verified every byte. */
+static int pd_prefill_run(pd_prefill_t *p, unsigned mode, uint64_t run,
+                          int warmup)
+{
+    uint8_t buf[PD_MSG_HDR + 64];
+    pd_msg_t m;
     int fd = -1, rc;
-    char ok;
+    size_t len;
 
-    pd_prefill_fill(p, start.run);
-    if (pd_send(ch, &start, sizeof(start)) != 0) {
+    p->label = warmup ? "warm-up" : pd_mode_name(mode);
+    pd_prefill_fill(p, run);
+    len = pd_msg_start(buf, sizeof(buf), PD_MSG_START,
+                       mode | (warmup ? PD_WARMUP_BIT : 0), run);
+    if (pd_link_send(&p->link, buf, len, p->cfg->timeout_ms) != 0) {
         return -1;
     }
-    if ((mode == PD_STAGED) && ((fd = pd_prefill_staged_connect(p)) < 0)) {
+    if ((mode == PD_STAGED) &&
+        ((fd = pd_tcp_connect(p->decode_host, p->layout.staged_port,
+                              p->cfg->timeout_ms)) < 0)) {
         return -1;
     }
-    if (pd_recv(ch, &ok, 1) != 0) {
-        return -1;
+    rc = pd_link_expect(&p->link, &m, PD_MSG_GO, p->cfg->timeout_ms);
+    if ((rc == 0) && ((m.u.start.mode != mode) || (m.u.start.run != run))) {
+        fprintf(stderr, "pd_pipeline: decode said GO to another run\n");
+        rc = -1;
     }
-    res->t0 = pd_now_ns();
-    rc = (mode == PD_STAGED) ? pd_prefill_staged(p, fd) :
-                               pd_prefill_hixl(p, mode, start.run);
-    res->posted = pd_now_ns();
+    if (rc == 0) {
+        rc = (mode == PD_STAGED) ? pd_prefill_staged(p, fd) :
+                                   pd_prefill_hixl(p, mode, run);
+    }
     if (fd >= 0) {
         close(fd);
     }
-    if ((pd_recv(ch, &result, sizeof(result)) != 0) ||
-        (pd_recv(ch, res->ready, p->cfg->shape.layers * sizeof(uint64_t)) !=
-         0)) {
-        fprintf(stderr, "pd_pipeline: decode process went away\n");
+    if (rc != 0) {
+        return -1;   /* decode times out on the missing layers */
+    }
+    if (pd_link_expect(&p->link, &m, PD_MSG_RESULT,
+                       p->cfg->timeout_ms) != 0) {
         return -1;
     }
-    res->ran       = 1;
-    res->bad_bytes = result.bad_bytes;
-    if (result.failed) {
-        fprintf(stderr, "pd_pipeline: %s\n", result.error);
+    if ((m.u.result.mode != mode) || (m.u.result.run != run)) {
+        fprintf(stderr, "pd_pipeline: decode's RESULT is for another run\n");
         return -1;
     }
-    return rc;
+    if (!warmup) {
+        pd_prefill_say(p, &m);
+    }
+    if (m.u.result.failed || (m.u.result.bad_bytes != 0)) {
+        fprintf(stderr, "pd_pipeline: %s run: decode %s\n", p->label,
+                m.u.result.failed ? m.u.result.text : "found bytes wrong");
+        return -1;
+    }
+    return 0;
 }
 
-static int pd_prefill_setup(pd_prefill_t *p, pd_channel_t *ch)
+/* Keep knocking until the decode engine listens (it may still be
+ * measuring memcpy, or be started second), within --peer-wait-s. */
+static int pd_prefill_connect(pd_prefill_t *p)
 {
-    const pd_shape_t *s = &p->cfg->shape;
-    char name[128];
+    uint64_t deadline = pd_now_ns() +
+                        (uint64_t)p->cfg->peer_wait_ms * 1000000ull;
+    hixl_status_t st;
+
+    for (;;) {
+        st = hixl_connect(p->engine, p->cfg->decode, 5000);
+        if (st == HIXL_SUCCESS) {
+            return 0;
+        }
+        if (pd_now_ns() > deadline) {
+            fprintf(stderr, "pd_pipeline: prefill: cannot connect to decode "
+                    "engine %s within %d s: %s\n", p->cfg->decode,
+                    p->cfg->peer_wait_ms / 1000, hixl_last_error());
+            return -1;
+        }
+        pd_sleep_ms(200);
+    }
+}
+
+/* HELLO, then decode's LAYOUT: the cache this side writes into. */
+static int pd_prefill_learn(pd_prefill_t *p)
+{
+    uint8_t buf[PD_MSG_HDR + 16];
+    pd_msg_t m;
+    size_t len;
+
+    len = pd_msg_hello(buf, sizeof(buf), p->cfg->modes,
+                       (uint32_t)(p->cfg->prefill_compute_ms * 1000.0));
+    /* decode may still be measuring memcpy into its fresh cache (its
+     * cold copy of gigabytes takes tens of seconds): --peer-wait-s */
+    if ((pd_link_send(&p->link, buf, len, p->cfg->timeout_ms) != 0) ||
+        (pd_link_expect(&p->link, &m, PD_MSG_LAYOUT,
+                        p->cfg->peer_wait_ms) != 0)) {
+        return -1;
+    }
+    p->layout = m.u.layout;   /* takes its arrays */
+    p->shape  = m.u.layout.shape;
+    if (!p->cfg->loopback) {
+        pd_print_shape("pd_pipeline prefill: decode's ", &p->shape);
+        printf("pd_pipeline prefill: layers at 0x%" PRIx64 "..0x%" PRIx64
+               ", block table of %u slots, staged mode on TCP port %u\n",
+               p->layout.layer_addr[0],
+               p->layout.layer_addr[p->shape.layers - 1],
+               p->layout.blocks, p->layout.staged_port);
+        fflush(stdout);
+    }
+    return 0;
+}
+
+static int pd_prefill_setup(pd_prefill_t *p)
+{
+    const pd_config_t *cfg = p->cfg;
+    char name[HIXL_ENGINE_NAME_MAX + 1];
     hixl_mem_desc_t md;
     hixl_mem_handle_t h;
+    unsigned port;
 
-    if (pd_recv(ch, &p->decode, sizeof(p->decode)) != 0) {
-        fprintf(stderr, "pd_pipeline: decode process did not start\n");
+    if (pd_name_split(cfg->decode, p->decode_host, sizeof(p->decode_host),
+                      &port) || (port == 0)) {
+        fprintf(stderr, "pd_pipeline: prefill: --decode %s: expected IP:PORT "
+                "or [IPv6]:PORT\n", cfg->decode);
         return -1;
     }
-    p->decode.engine[sizeof(p->decode.engine) - 1] = '\0';
-    if (hixl_initialize("127.0.0.1", NULL, 0, &p->engine) != HIXL_SUCCESS) {
-        fprintf(stderr, "pd_pipeline: prefill engine: %s\n", hixl_last_error());
+    if (cfg->name != NULL) {
+        snprintf(name, sizeof(name), "%s", cfg->name);
+    } else if (pd_local_ip_toward(p->decode_host, name, sizeof(name)) != 0) {
         return -1;
     }
-    p->cache   = pd_alloc(pd_cache_bytes(s));
-    p->staging = pd_alloc(pd_layer_bytes(s));
-    p->descs   = calloc((size_t)s->layers * pd_blocks_per_layer(s),
-                        sizeof(*p->descs));
-    p->reqs    = calloc(s->layers, sizeof(*p->reqs));
+    if (hixl_initialize(name, NULL, 0, &p->engine) != HIXL_SUCCESS) {
+        fprintf(stderr, "pd_pipeline: prefill engine %s: %s\n", name,
+                hixl_last_error());
+        return -1;
+    }
+    p->link.engine = p->engine;
+    snprintf(p->link.peer, sizeof(p->link.peer), "%s", cfg->decode);
+    if (!cfg->loopback) {
+        printf("pd_pipeline prefill: engine %s connecting to decode engine "
+               "%s (UCX_TLS=%s)\n", hixl_engine_name(p->engine), cfg->decode,
+               getenv("UCX_TLS") ? getenv("UCX_TLS") : "(default)");
+        fflush(stdout);
+    }
+    if ((pd_prefill_connect(p) != 0) || (pd_prefill_learn(p) != 0) ||
+        (pd_check_memory(&p->shape, 1.0) != 0)) {
+        return -1;
+    }
+    p->cache   = pd_alloc(pd_cache_bytes(&p->shape));
+    p->staging = pd_alloc(pd_layer_bytes(&p->shape));
+    p->descs   = calloc((size_t)p->shape.layers *
+                        pd_blocks_per_layer(&p->shape), sizeof(*p->descs));
+    p->reqs    = calloc(p->shape.layers, sizeof(*p->reqs));
     if (!p->cache || !p->staging || !p->descs || !p->reqs) {
         fprintf(stderr, "pd_pipeline: prefill: out of memory\n");
         return -1;
     }
     md.addr = (uintptr_t)p->cache;
-    md.len  = pd_cache_bytes(s);
-    if ((hixl_register_mem(p->engine, &md, HIXL_MEM_HOST, &h) !=
-         HIXL_SUCCESS) ||
-        (hixl_connect(p->engine, p->decode.engine, 10000) != HIXL_SUCCESS)) {
+    md.len  = pd_cache_bytes(&p->shape);
+    if (hixl_register_mem(p->engine, &md, HIXL_MEM_HOST, &h) !=
+        HIXL_SUCCESS) {
         fprintf(stderr, "pd_pipeline: prefill: %s\n", hixl_last_error());
-        return -1;
-    }
-    memset(name, 0, sizeof(name));
-    snprintf(name, sizeof(name), "%s", hixl_engine_name(p->engine));
-    if (pd_send(ch, name, sizeof(name)) != 0) {
         return -1;
     }
     pd_prefill_build_descs(p);
     return 0;
 }
 
-int pd_prefill_main(const pd_config_t *cfg, pd_channel_t *ch)
+int pd_prefill_main(const pd_config_t *cfg)
 {
-    pd_mode_result_t results[PD_NMODES];
-    pd_start_t quit = {PD_QUIT, 0};
-    const pd_shape_t *s = &cfg->shape;
+    uint8_t buf[PD_MSG_HDR];
     pd_prefill_t p;
-    uint64_t bad = 0;
     unsigned mode;
     int rc = 0;
 
     memset(&p, 0, sizeof(p));
-    memset(results, 0, sizeof(results));
     p.cfg = cfg;
-    printf("pd_pipeline: KV cache %u layers x %u kv-heads x %u head-dim x %u "
-           "tokens x %u B x K/V = %.2f GiB (%.2f MiB per layer, %zu blocks of "
-           "%zu KiB)\n", s->layers, s->kv_heads, s->head_dim, s->seq_len,
-           s->dtype_bytes, pd_cache_bytes(s) / (double)(1 << 30),
-           pd_layer_bytes(s) / (double)(1 << 20), pd_blocks_per_layer(s),
-           pd_block_bytes(s) >> 10);
-    printf("UCX_TLS=%s  prefill compute %.2f ms/layer (slept)  decode compute "
-           "%.2f ms/layer (modelled)\n", getenv("UCX_TLS") ? getenv("UCX_TLS")
-           : "(default)", cfg->prefill_compute_ms, cfg->decode_compute_ms);
-    fflush(stdout);
-
-    if (pd_prefill_setup(&p, ch) != 0) {
+    if (pd_prefill_setup(&p) != 0) {
         rc = 1;
         goto out;
     }
     /* Warm-up, untimed (but verified): the first transfer into a peer's
      * memory maps it and faults its pages in, once per connection; a
      * serving system pays that at start-up, not per request. */
-    results[0].ready = calloc(s->layers, sizeof(uint64_t));
-    if ((results[0].ready == NULL) ||
-        (pd_prefill_run(&p, ch, PD_BULK, 1, &results[0]) != 0)) {
+    if (pd_prefill_run(&p, PD_BULK, 1, 1) != 0) {
         rc = 1;
         goto out;
     }
-    bad = results[0].bad_bytes;
-    free(results[0].ready);
-    memset(&results[0], 0, sizeof(results[0]));
     for (mode = 0; mode < PD_NMODES; ++mode) {
-        if (!(cfg->modes & (1u << mode))) {
-            continue;
-        }
-        results[mode].ready = calloc(s->layers, sizeof(uint64_t));
-        if ((results[mode].ready == NULL) ||
-            (pd_prefill_run(&p, ch, mode, mode + 2, &results[mode]) != 0)) {
+        if ((cfg->modes & (1u << mode)) &&
+            (pd_prefill_run(&p, mode, mode + 2, 0) != 0)) {
             rc = 1;
             break;
         }
-        bad += results[mode].bad_bytes;
     }
-    pd_send(ch, &quit, sizeof(quit));
     if (rc == 0) {
-        pd_report(cfg, results);
-        if (bad != 0) {
-            fprintf(stderr, "pd_pipeline: FAILED: %" PRIu64 " bytes arrived "
-                    "wrong\n", bad);
-            rc = 1;
-        }
+        pd_link_send(&p.link, buf, pd_msg_quit(buf, sizeof(buf)),
+                     cfg->timeout_ms);
     }
 out:
     if (p.engine != NULL) {
-        hixl_disconnect(p.engine, p.decode.engine, 5000);
+        hixl_disconnect(p.engine, cfg->decode, 5000);
         hixl_finalize(p.engine);
     }
-    for (mode = 0; mode < PD_NMODES; ++mode) {
-        free(results[mode].ready);
+    pd_link_clear(&p.link);
+    free(p.layout.layer_addr);
+    free(p.layout.slot);
+    if (p.shape.layers != 0) {   /* else decode never told the shape */
+        pd_free(p.cache, pd_cache_bytes(&p.shape));
+        pd_free(p.staging, pd_layer_bytes(&p.shape));
     }
-    pd_free(p.cache, pd_cache_bytes(s));
-    pd_free(p.staging, pd_layer_bytes(s));
     free(p.descs);
     free(p.reqs);
+    if (rc != 0) {
+        fprintf(stderr, "pd_pipeline: prefill: FAILED\n");
+    }
     return rc;
 }

@@ -1,0 +1,90 @@
+"""hixl's constants, with CANN hixl's names and numbers.
+
+Statuses are plain ints (hixl's Python binding returns them so); the
+enums are IntEnums in the C header's order.  test/py_layout.py compares
+every number here with <hixl/hixl.h>.
+"""
+
+import enum
+
+SUCCESS = 0
+PARAM_INVALID = 103900
+TIMEOUT = 103901
+NOT_CONNECTED = 103902
+ALREADY_CONNECTED = 103903
+NOTIFY_FAILED = 103904
+UNSUPPORTED = 103905
+RESOURCE_EXHAUSTED = 203900
+FAILED = 503900
+
+#: status number -> the C name (for messages; hixl_strerror needs the library)
+STATUS_NAMES = {
+    SUCCESS: "HIXL_SUCCESS",
+    PARAM_INVALID: "HIXL_PARAM_INVALID",
+    TIMEOUT: "HIXL_TIMEOUT",
+    NOT_CONNECTED: "HIXL_NOT_CONNECTED",
+    ALREADY_CONNECTED: "HIXL_ALREADY_CONNECTED",
+    NOTIFY_FAILED: "HIXL_NOTIFY_FAILED",
+    UNSUPPORTED: "HIXL_UNSUPPORTED",
+    RESOURCE_EXHAUSTED: "HIXL_RESOURCE_EXHAUSTED",
+    FAILED: "HIXL_FAILED",
+}
+
+OPTION_ENABLE_USE_FABRIC_MEM = "EnableUseFabricMem"
+OPTION_RDMA_TRAFFIC_CLASS = "RdmaTrafficClass"
+OPTION_RDMA_SERVICE_LEVEL = "RdmaServiceLevel"
+OPTION_BUFFER_POOL = "BufferPool"
+OPTION_GLOBAL_RESOURCE_CONFIG = "GlobalResourceConfig"
+OPTION_AUTO_CONNECT = "AutoConnect"
+OPTION_LOCAL_COMM_RES = "LocalCommRes"
+
+#: hixl's default timeout of connect, disconnect, transfer_sync, send_notify
+DEFAULT_TIMEOUT_MS = 1000
+
+#: longest notify name and engine name in bytes (the C header's bounds)
+NOTIFY_NAME_MAX = 255
+ENGINE_NAME_MAX = 127
+
+
+class MemType(enum.IntEnum):
+    """Where registered memory lives (hixl's order)."""
+
+    MEM_DEVICE = 0
+    MEM_HOST = 1
+
+
+MEM_DEVICE = MemType.MEM_DEVICE
+MEM_HOST = MemType.MEM_HOST
+
+
+class TransferOp(enum.IntEnum):
+    """READ moves remote -> local, WRITE local -> remote (hixl's order)."""
+
+    READ = 0
+    WRITE = 1
+
+
+READ = TransferOp.READ
+WRITE = TransferOp.WRITE
+
+
+class TransferStatus(enum.IntEnum):
+    """State of an asynchronous transfer (hixl's order)."""
+
+    WAITING = 0
+    COMPLETED = 1
+    TIMEOUT = 2
+    FAILED = 3
+
+
+class FeatureType(enum.IntEnum):
+    """Features get_capability() reports (CANN hixl's values)."""
+
+    AUTO_CONNECT = 0          # option AutoConnect: supported
+    CLIENT_SERVER_COMM = 1    # CANN's HIXL_CS client/server API: not here
+
+
+AUTO_CONNECT = FeatureType.AUTO_CONNECT
+CLIENT_SERVER_COMM = FeatureType.CLIENT_SERVER_COMM
+FEATURE_SUPPORTED = 1
+FEATURE_NOT_SUPPORTED = 0

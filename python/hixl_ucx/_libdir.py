@@ -1,1 +1,0 @@
-LIBDIR = '/usr/local/lib'

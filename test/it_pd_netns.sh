@@ -1,0 +1,106 @@
+#!/bin/sh
+# bench/pd_pipeline's two roles on two "hosts": network namespaces joined by
+# a veth pair, UCX_TLS=tcp with each side's UCX_NET_DEVICES set to its veth,
+# as on two machines.  Decode listens in one namespace; prefill, in the
+# other, learns the KV layout from decode's engine and moves the cache in
+# every mode (pipelined, bulk, staged over the veth's TCP); decode verifies
+# every byte.  Passes when both exit 0 and decode reports 0 bytes wrong.
+# It measures nothing (tests never assert on speed), but prints decode's
+# report into the log.
+#
+# To measure with it (README "Two machines"): PD_NETNS_SHAPE replaces the
+# small test cache (e.g. "--preset small"), PD_NETNS_ENV adds environment
+# to both roles (e.g. "UCX_TCP_TX_SEG_SIZE=64k UCX_TCP_RX_SEG_SIZE=64k").
+#
+# Needs root and `ip netns`: otherwise SKIP (77) with the reason.  Every
+# name carries this process's pid; addresses live only on the veth inside
+# the namespaces; everything is deleted on exit, also on failure.
+set -u
+builddir=$(pwd)
+pd=$builddir/../bench/pd_pipeline
+[ -x "$pd" ] || { echo "SKIP: no $pd (make builds bench/ first)"; exit 77; }
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root for network namespaces"; exit 77; }
+command -v ip >/dev/null 2>&1 || { echo "SKIP: no ip (iproute2)"; exit 77; }
+command -v timeout >/dev/null 2>&1 || { echo "SKIP: no timeout (coreutils)"; exit 77; }
+
+id=$$
+nsp=hxpdP$id            # prefill's namespace
+nsd=hxpdD$id            # decode's namespace
+vp=hxvp$id              # veth ends (<= 15 characters with a 7-digit pid)
+vd=hxvd$id
+ip_p=10.77.0.1
+ip_d=10.77.0.2
+port=16000
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/it_pd_netns.XXXXXX") || exit 99
+dec_pid=
+
+cleanup() {
+    if [ -n "$dec_pid" ]; then
+        kill "$dec_pid" 2>/dev/null
+        wait "$dec_pid" 2>/dev/null
+    fi
+    # deleting a namespace deletes the veth end in it, and so the pair
+    ip netns del "$nsp" 2>/dev/null
+    ip netns del "$nsd" 2>/dev/null
+    ip link del "$vp" 2>/dev/null
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+if ! ip netns add "$nsp" 2>"$tmp/err"; then
+    echo "SKIP: ip netns add failed: $(cat "$tmp/err")"
+    exit 77
+fi
+ip netns add "$nsd" &&
+ip link add "$vp" type veth peer name "$vd" &&
+ip link set "$vp" netns "$nsp" &&
+ip link set "$vd" netns "$nsd" &&
+ip -n "$nsp" addr add "$ip_p/24" dev "$vp" &&
+ip -n "$nsd" addr add "$ip_d/24" dev "$vd" &&
+ip -n "$nsp" link set lo up && ip -n "$nsd" link set lo up &&
+ip -n "$nsp" link set "$vp" up && ip -n "$nsd" link set "$vd" up || {
+    echo "FAIL: could not set up the namespaces and the veth pair"
+    exit 1
+}
+
+# A small cache (8 layers of 1 MiB in 32 KiB blocks): the point is the
+# exchange and the verification across hosts, not the speed.
+shape=${PD_NETNS_SHAPE:-"--layers 8 --kv-heads 8 --head-dim 128 --seq-len 256"}
+extra=${PD_NETNS_ENV:-}
+unset HIXL_LOG_LEVEL
+ip netns exec "$nsd" env UCX_TLS=tcp UCX_NET_DEVICES="$vd" $extra \
+    timeout 180 "$pd" decode --listen "$ip_d:$port" $shape \
+    --timeout-ms 30000 --peer-wait-s 60 >"$tmp/decode.out" 2>&1 &
+dec_pid=$!
+
+ip netns exec "$nsp" env UCX_TLS=tcp UCX_NET_DEVICES="$vp" $extra \
+    timeout 180 "$pd" prefill --decode "$ip_d:$port" --quiet \
+    --timeout-ms 30000 --peer-wait-s 60 >"$tmp/prefill.out" 2>&1
+pre_rc=$?
+wait "$dec_pid"
+dec_rc=$?
+dec_pid=
+
+echo "=== prefill (namespace $nsp, $ip_p) exit $pre_rc"
+cat "$tmp/prefill.out"
+echo "=== decode (namespace $nsd, $ip_d) exit $dec_rc"
+cat "$tmp/decode.out"
+
+rc=0
+[ "$pre_rc" = 0 ] || { echo "FAIL: prefill exited $pre_rc"; rc=1; }
+[ "$dec_rc" = 0 ] || { echo "FAIL: decode exited $dec_rc"; rc=1; }
+grep -q "^verified at decode: 4 run(s), every byte; 0 wrong$" "$tmp/decode.out" ||
+    { echo "FAIL: decode did not verify 4 runs with 0 bytes wrong"; rc=1; }
+layers=$(sed -n "s/^pd_pipeline decode: KV cache \([0-9]*\) layers.*/\1/p" "$tmp/decode.out")
+grep -q "prefill engine $ip_p connected" "$tmp/decode.out" ||
+    { echo "FAIL: decode did not see prefill $ip_p"; rc=1; }
+# prefill printed the layout it learned from decode's engine
+grep -q "^pd_pipeline prefill: decode's KV cache ${layers:-?} layers" "$tmp/prefill.out" ||
+    { echo "FAIL: prefill did not learn decode's layout"; rc=1; }
+for mode in pipelined bulk staged; do
+    grep -q "^$mode .* decode found 0 bytes wrong$" "$tmp/prefill.out" ||
+        { echo "FAIL: no verified $mode run"; rc=1; }
+done
+[ $rc = 0 ] && echo "PASS: two namespaces over tcp, every byte verified"
+exit $rc
