@@ -42,7 +42,7 @@ OPTION_LOCAL_COMM_RES = "LocalCommRes"
 DEFAULT_TIMEOUT_MS = 1000
 
 #: longest notify name and engine name in bytes (the C header's bounds)
-NOTIFY_NAME_MAX = 255
+NOTIFY_NAME_MAX = 1024
 ENGINE_NAME_MAX = 127
 
 

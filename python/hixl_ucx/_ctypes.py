@@ -48,12 +48,14 @@ class CTransferArgs(ctypes.Structure):
 
     _fields_ = [("field_mask", ctypes.c_uint64),
                 ("timeout_ms", ctypes.c_int32),
-                ("notify", CNotifyDesc)]
+                ("notify", CNotifyDesc),
+                ("user_data", ctypes.c_void_p)]
 
 
 #: hixl_transfer_args_t field_mask bits (HIXL_TRANSFER_ARG_*)
 ARG_TIMEOUT = 1 << 0
 ARG_NOTIFY = 1 << 1
+ARG_USER_DATA = 1 << 2
 
 #: C type name -> ctypes structure, for the layout test
 STRUCTS = {
