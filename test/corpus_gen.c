@@ -30,11 +30,11 @@ static int corpus_msg(const char *dir, const char *name, const ctrl_msg_t *m)
     ctrl_buf_t buf = {NULL, 0, 0};
     int rc;
 
-    if (ctrl_msg_encode(&buf, m) != HIXL_SUCCESS) {
+    if (hixl_msg_encode(&buf, m) != HIXL_SUCCESS) {
         return -1;
     }
     rc = corpus_write(dir, name, buf.data, buf.len);
-    ctrl_buf_cleanup(&buf);
+    hixl_buf_cleanup(&buf);
     return rc;
 }
 
@@ -93,9 +93,9 @@ int main(int argc, char **argv)
             m.u.sync.token = 5;   /* MEM_DEL, SYNC, ... fixed fields */
             break;
         }
-        snprintf(name, sizeof(name), "type-%02u-%s", t, ctrl_msg_type_name(t));
+        snprintf(name, sizeof(name), "type-%02u-%s", t, hixl_msg_type_name(t));
         rc |= corpus_msg(dir, name, &m);
-        ctrl_msg_encode(&stream, &m);
+        hixl_msg_encode(&stream, &m);
     }
     rc |= corpus_write(dir, "stream-all-types", stream.data, stream.len);
     rc |= corpus_write(dir, "bad-magic", "NOPE\x01\x00\x01\x00\x00\x00\x00\x00",
@@ -105,6 +105,6 @@ int main(int argc, char **argv)
     rc |= corpus_write(dir, "huge-length", "HIXL\x01\x00\x08\x00\xff\xff\xff\x7f",
                        12);
     rc |= corpus_write(dir, "truncated-hello", stream.data, 20);
-    ctrl_buf_cleanup(&stream);
+    hixl_buf_cleanup(&stream);
     return rc ? 1 : 0;
 }

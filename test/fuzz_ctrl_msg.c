@@ -44,7 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* the input may hold several messages, like a socket buffer */
     while (off < size) {
-        if (ctrl_msg_decode(data + off, size - off, &msg, &consumed, err,
+        if (hixl_msg_decode(data + off, size - off, &msg, &consumed, err,
                             sizeof(err)) != CTRL_DECODE_OK) {
             break;
         }
@@ -84,15 +84,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         /* what was accepted must re-encode to the same bytes */
         out.len = 0;
-        if ((ctrl_msg_encode(&out, &msg) != HIXL_SUCCESS) ||
+        if ((hixl_msg_encode(&out, &msg) != HIXL_SUCCESS) ||
             (out.len != consumed) || memcmp(out.data, data + off, consumed)) {
             fprintf(stderr, "fuzz: %s does not re-encode to its bytes\n",
-                    ctrl_msg_type_name(msg.type));
+                    hixl_msg_type_name(msg.type));
             abort();
         }
         /* and no proper prefix of it decodes as a message */
         for (i = CTRL_HDR_LEN; i < consumed; i += 1 + consumed / 16) {
-            if (ctrl_msg_decode(data + off, i, &msg, &consumed, err,
+            if (hixl_msg_decode(data + off, i, &msg, &consumed, err,
                                 sizeof(err)) == CTRL_DECODE_OK) {
                 fprintf(stderr, "fuzz: a %zu-byte prefix decoded\n", i);
                 abort();
@@ -100,6 +100,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         off += out.len;
     }
-    ctrl_buf_cleanup(&out);
+    hixl_buf_cleanup(&out);
     return 0;
 }

@@ -120,9 +120,9 @@ static void raw_send(int fd, const ctrl_msg_t *msg)
 {
     ctrl_buf_t buf = {NULL, 0, 0};
 
-    ck_assert(ctrl_msg_encode(&buf, msg) == HIXL_SUCCESS);
+    ck_assert(hixl_msg_encode(&buf, msg) == HIXL_SUCCESS);
     ck_assert(write(fd, buf.data, buf.len) == (ssize_t)buf.len);
-    ctrl_buf_cleanup(&buf);
+    hixl_buf_cleanup(&buf);
 }
 
 /* Everything the listener sends until it closes the connection. */
@@ -167,7 +167,7 @@ static void assert_nothing_granted(const uint8_t *buf, size_t len,
 
     *challenges = 0;
     while (off < len) {
-        ck_assert_int_eq(ctrl_msg_decode(buf + off, len - off, &msg, &used,
+        ck_assert_int_eq(hixl_msg_decode(buf + off, len - off, &msg, &used,
                                          err, sizeof(err)), CTRL_DECODE_OK);
         off += used;
         ck_assert_msg(msg.type != CTRL_MEM_ADD, "listener sent a remote key "

@@ -30,9 +30,9 @@ static void raw_send(int fd, const ctrl_msg_t *msg)
 {
     ctrl_buf_t buf = {NULL, 0, 0};
 
-    ck_assert(ctrl_msg_encode(&buf, msg) == HIXL_SUCCESS);
+    ck_assert(hixl_msg_encode(&buf, msg) == HIXL_SUCCESS);
     raw_write(fd, buf.data, buf.len);
-    ctrl_buf_cleanup(&buf);
+    hixl_buf_cleanup(&buf);
 }
 
 /* The engine closes the connection within the timeout (reads until EOF). */
@@ -129,9 +129,9 @@ static void attack_truncated_then_close(int fd)
     ctrl_msg_t m;
 
     hello_msg(&m, "127.0.0.5");
-    ck_assert(ctrl_msg_encode(&buf, &m) == HIXL_SUCCESS);
+    ck_assert(hixl_msg_encode(&buf, &m) == HIXL_SUCCESS);
     raw_write(fd, buf.data, buf.len / 2);
-    ctrl_buf_cleanup(&buf);
+    hixl_buf_cleanup(&buf);
     shutdown(fd, SHUT_WR);
 }
 

@@ -29,7 +29,7 @@ static ctrl_decode_result_t decode_exact(const uint8_t *buf, size_t len,
     ck_assert_ptr_nonnull(copy);
     memcpy(copy, buf, len);
     err[0] = '\0';
-    res = ctrl_msg_decode(copy, len, msg, consumed, err, errlen);
+    res = hixl_msg_decode(copy, len, msg, consumed, err, errlen);
     if (copy_p != NULL) {
         *copy_p = copy;   /* decoded bytes point into it */
     } else {
@@ -40,10 +40,10 @@ static ctrl_decode_result_t decode_exact(const uint8_t *buf, size_t len,
 
 static void encode(ctrl_buf_t *out, const ctrl_msg_t *msg)
 {
-    hixl_status_t st = ctrl_msg_encode(out, msg);
+    hixl_status_t st = hixl_msg_encode(out, msg);
 
     ck_assert_msg(st == HIXL_SUCCESS, "encode %s: %s",
-                  ctrl_msg_type_name(msg->type), hixl_last_error());
+                  hixl_msg_type_name(msg->type), hixl_last_error());
 }
 
 static uint8_t name_buf[CTRL_MAX_NAME], addr_buf[4096], reason_buf[CTRL_MAX_REASON];
@@ -228,7 +228,7 @@ START_TEST(test_round_trip)
             consumed = 0;
             ck_assert_msg(decode_exact(out.data, out.len, &d, &consumed, err,
                                        sizeof(err), &copy) == CTRL_DECODE_OK,
-                          "%s (variant %d): %s", ctrl_msg_type_name(m[i].type),
+                          "%s (variant %d): %s", hixl_msg_type_name(m[i].type),
                           v, err);
             ck_assert_uint_eq(consumed, out.len);
             msg_eq(&d, &m[i]);
@@ -236,8 +236,8 @@ START_TEST(test_round_trip)
             ck_assert_uint_eq(again.len, out.len);
             ck_assert_mem_eq(again.data, out.data, out.len);
             free(copy);
-            ctrl_buf_cleanup(&out);
-            ctrl_buf_cleanup(&again);
+            hixl_buf_cleanup(&out);
+            hixl_buf_cleanup(&again);
         }
     }
     free(big_buf);
@@ -269,7 +269,7 @@ START_TEST(test_wire_format)
     encode(&out, &m);
     ck_assert_uint_eq(out.len, sizeof(sync));
     ck_assert_mem_eq(out.data, sync, sizeof(sync));
-    ctrl_buf_cleanup(&out);
+    hixl_buf_cleanup(&out);
 
     ck_assert_int_eq(decode_exact(ack, sizeof(ack), &d, &consumed, err,
                                   sizeof(err), NULL), CTRL_DECODE_OK);
@@ -300,10 +300,10 @@ START_TEST(test_prefixes)
             res = decode_exact(out.data, cut, &d, &consumed, err, sizeof(err),
                                NULL);
             ck_assert_msg(res == CTRL_DECODE_NEED_MORE, "%s cut at %zu of "
-                          "%zu: %d (%s)", ctrl_msg_type_name(m[i].type), cut,
+                          "%zu: %d (%s)", hixl_msg_type_name(m[i].type), cut,
                           out.len, (int)res, err);
         }
-        ctrl_buf_cleanup(&out);
+        hixl_buf_cleanup(&out);
     }
     free(big_buf);
 }
@@ -362,7 +362,7 @@ START_TEST(test_bad_header)
     b[10] = (uint8_t)((CTRL_MAX_PAYLOAD + 1) >> 16);
     b[11] = (uint8_t)((CTRL_MAX_PAYLOAD + 1) >> 24);
     EXPECT_ERROR(CTRL_HDR_LEN, "exceeds");
-    ctrl_buf_cleanup(&out);
+    hixl_buf_cleanup(&out);
 }
 END_TEST
 
@@ -387,7 +387,7 @@ START_TEST(test_bad_payload)
     EXPECT_ERROR(CTRL_HDR_LEN + 4, "truncated");
     b[8] = 0;
     EXPECT_ERROR(CTRL_HDR_LEN, "truncated");
-    ctrl_buf_cleanup(&out);
+    hixl_buf_cleanup(&out);
 
     /* one byte more than the fields: trailing bytes */
     memset(&out, 0, sizeof(out));
@@ -399,7 +399,7 @@ START_TEST(test_bad_payload)
     b[8] = 9;
     EXPECT_ERROR(out.len + 1, "trailing");
     free(b);
-    ctrl_buf_cleanup(&out);
+    hixl_buf_cleanup(&out);
 
     /* BYE whose reason says 0xffffffff bytes; and one byte over its limit */
     memset(&m, 0, sizeof(m));
@@ -421,7 +421,7 @@ START_TEST(test_bad_payload)
     b[CTRL_HDR_LEN + 4] = 4;
     b[CTRL_HDR_LEN + 5] = 0;
     EXPECT_ERROR(out.len, "truncated");
-    ctrl_buf_cleanup(&out);
+    hixl_buf_cleanup(&out);
 }
 END_TEST
 
@@ -436,24 +436,24 @@ START_TEST(test_encode_limits)
     memset(&m, 0, sizeof(m));
     m.type = CTRL_HELLO;
     m.u.hello.name = ctrl_bytes(name, sizeof(name));
-    hx_expect(ctrl_msg_encode(&out, &m), HIXL_PARAM_INVALID, "name");
+    hx_expect(hixl_msg_encode(&out, &m), HIXL_PARAM_INVALID, "name");
     m.type = CTRL_NOTIFY;
     m.u.notify.name = ctrl_bytes(name, CTRL_MAX_NAME);
     m.u.notify.msg  = ctrl_bytes(name, 0);
     m.u.notify.msg.len = CTRL_MAX_NOTIFY + 1;   /* never read: refused */
-    hx_expect(ctrl_msg_encode(&out, &m), HIXL_PARAM_INVALID, "msg");
+    hx_expect(hixl_msg_encode(&out, &m), HIXL_PARAM_INVALID, "msg");
     m.type = 0;
-    hx_expect(ctrl_msg_encode(&out, &m), HIXL_PARAM_INVALID, NULL);
+    hx_expect(hixl_msg_encode(&out, &m), HIXL_PARAM_INVALID, NULL);
     m.type = CTRL_MSG_TYPE_LAST;
-    hx_expect(ctrl_msg_encode(&out, &m), HIXL_PARAM_INVALID, NULL);
+    hx_expect(hixl_msg_encode(&out, &m), HIXL_PARAM_INVALID, NULL);
     ck_assert_uint_eq(out.len, 0);   /* nothing half-written */
-    ctrl_buf_cleanup(&out);
+    hixl_buf_cleanup(&out);
 
-    ck_assert_str_eq(ctrl_msg_type_name(CTRL_HELLO), "HELLO");
-    ck_assert_str_eq(ctrl_msg_type_name(CTRL_BYE), "BYE");
-    ck_assert_str_eq(ctrl_msg_type_name(0), "UNKNOWN");
-    ck_assert_str_eq(ctrl_msg_type_name(CTRL_MSG_TYPE_LAST), "UNKNOWN");
-    ck_assert_str_eq(ctrl_msg_type_name(0xffff), "UNKNOWN");
+    ck_assert_str_eq(hixl_msg_type_name(CTRL_HELLO), "HELLO");
+    ck_assert_str_eq(hixl_msg_type_name(CTRL_BYE), "BYE");
+    ck_assert_str_eq(hixl_msg_type_name(0), "UNKNOWN");
+    ck_assert_str_eq(hixl_msg_type_name(CTRL_MSG_TYPE_LAST), "UNKNOWN");
+    ck_assert_str_eq(hixl_msg_type_name(0xffff), "UNKNOWN");
 }
 END_TEST
 
@@ -479,7 +479,7 @@ START_TEST(test_stream)
     for (v = 0; v < 2; ++v) {
         n = make_msgs(m, v);
         for (i = 0; i < n; ++i) {
-            ck_assert_int_eq(ctrl_msg_decode(out.data + off, out.len - off,
+            ck_assert_int_eq(hixl_msg_decode(out.data + off, out.len - off,
                                              &d, &consumed, err, sizeof(err)),
                              CTRL_DECODE_OK);
             msg_eq(&d, &m[i]);
@@ -487,7 +487,7 @@ START_TEST(test_stream)
         }
     }
     ck_assert_uint_eq(off, out.len);
-    ctrl_buf_cleanup(&out);
+    hixl_buf_cleanup(&out);
     free(big_buf);
 }
 END_TEST
@@ -539,10 +539,10 @@ START_TEST(test_fuzz)
             encode(&again, &d);
             ck_assert_uint_eq(again.len, consumed);
             ck_assert_mem_eq(again.data, copy, consumed);
-            ctrl_buf_cleanup(&again);
+            hixl_buf_cleanup(&again);
         }
         free(copy);
-        ctrl_buf_cleanup(&out);
+        hixl_buf_cleanup(&out);
     }
     free(big_buf);
 }

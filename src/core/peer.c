@@ -37,12 +37,12 @@ hixl_peer_t *hixl_peer_create(hixl_engine_t *engine, int fd, int outgoing)
     peer->serial   = ++t->next_serial;
     atomic_init(&peer->refcount, 1);
     atomic_init(&peer->inflight, 0);
-    ctrl_conn_init(&peer->conn, fd);
-    if (ctrl_conn_watch(&peer->conn, engine->progress.epfd,
+    hixl_conn_init(&peer->conn, fd);
+    if (hixl_conn_watch(&peer->conn, engine->progress.epfd,
                         HIXL_POLL_DATA(HIXL_POLL_PEER, peer->serial)) !=
         HIXL_SUCCESS) {
         peer->conn.fd = -1;   /* the caller still owns the socket */
-        ctrl_conn_cleanup(&peer->conn);
+        hixl_conn_cleanup(&peer->conn);
         free(peer);
         return NULL;
     }
@@ -107,7 +107,7 @@ void hixl_peer_release(hixl_peer_t *peer)
             t->hooks[i]->destroy(peer);
         }
     }
-    ctrl_conn_cleanup(&peer->conn);
+    hixl_conn_cleanup(&peer->conn);
     free(peer);
 }
 
@@ -148,7 +148,7 @@ void hixl_peer_close(hixl_engine_t *engine, hixl_peer_t *peer,
             t->hooks[i]->closing(engine, peer);
         }
     }
-    ctrl_conn_close(&peer->conn);
+    hixl_conn_close(&peer->conn);
     /* The forced close cancels what is in flight; the flush service
      * settles every waiter (transfers, layer signals, revoke answers)
      * before this goes on.  rkeys go after the endpoint, so that no

@@ -108,7 +108,7 @@ void hixl_served_ack(hixl_engine_t *engine, uint64_t id,
     pthread_rwlock_rdlock(&engine->serve_lock);
     slot = hixl_served_find(engine, id);
     if ((slot != NULL) && (slot->peer != NULL)) {
-        ctrl_conn_send(&slot->peer->conn, &msg);   /* thread-safe */
+        hixl_conn_send(&slot->peer->conn, &msg);   /* thread-safe */
     }
     pthread_rwlock_unlock(&engine->serve_lock);
 }

@@ -17,7 +17,7 @@ hixl_status_t hixl_accept_listen(hixl_engine_t *engine)
     hixl_status_t status;
     uint16_t port;
 
-    status = ctrl_sock_listen(&engine->name, &engine->ctrl->listen_fd, &port);
+    status = hixl_sock_listen(&engine->name, &engine->ctrl->listen_fd, &port);
     if (status != HIXL_SUCCESS) {
         return status;
     }
@@ -48,7 +48,7 @@ static void hixl_accept_event(hixl_engine_t *engine, uint64_t key,
             close(fd);
             continue;
         }
-        ctrl_sock_setup(fd, engine->opts.peer_timeout_ms);
+        hixl_sock_setup(fd, engine->opts.peer_timeout_ms);
         if (hixl_ctrl_peer_create(engine, fd, 0, hixl_deadline_ns(
                 engine->opts.connect_timeout_ms)) == NULL) {
             close(fd);

@@ -288,7 +288,7 @@ hixl_status_t hixl_connect_locked(hixl_engine_t *engine, const char *remote,
     }
 
     pthread_mutex_unlock(&engine->lock);
-    status = ctrl_sock_connect(&name, deadline, engine->opts.peer_timeout_ms,
+    status = hixl_sock_connect(&name, deadline, engine->opts.peer_timeout_ms,
                                &fd);
     pthread_mutex_lock(&engine->lock);
     if (status != HIXL_SUCCESS) {

@@ -27,9 +27,9 @@ int hixl_ctrl_protocol_error(hixl_engine_t *engine, hixl_peer_t *peer,
 {
     hixl_log_warn("dropping %s: protocol error: %s %s", peer->name[0] ?
                   peer->name : "a connection in handshake",
-                  ctrl_msg_type_name(msg->type), why);
+                  hixl_msg_type_name(msg->type), why);
     hixl_peer_close(engine, peer, HIXL_FAILED, "protocol error: %s %s",
-                    ctrl_msg_type_name(msg->type), why);
+                    hixl_msg_type_name(msg->type), why);
     return 1;
 }
 
@@ -76,7 +76,7 @@ static int hixl_ctrl_dispatch(void *arg, const ctrl_msg_t *msg)
 }
 
 /* Close peer for its control connection's error: a timeout means the peer
- * stayed silent past hixl.PeerTimeoutMs (ctrl_sock_setup), and says so. */
+ * stayed silent past hixl.PeerTimeoutMs (hixl_sock_setup), and says so. */
 static void hixl_ctrl_conn_failed(hixl_engine_t *engine, hixl_peer_t *peer,
                                   const char *err)
 {
@@ -108,7 +108,7 @@ void hixl_ctrl_event(hixl_engine_t *engine, uint64_t serial, uint32_t events)
         return;   /* closed meanwhile */
     }
     if ((events & EPOLLOUT) &&
-        (ctrl_conn_flush(&peer->conn, err, sizeof(err)) != 0)) {
+        (hixl_conn_flush(&peer->conn, err, sizeof(err)) != 0)) {
         hixl_ctrl_conn_failed(engine, peer, err);
         return;
     }
@@ -117,7 +117,7 @@ void hixl_ctrl_event(hixl_engine_t *engine, uint64_t serial, uint32_t events)
     }
     /* keep the peer alive through handlers that close it */
     hixl_peer_retain(peer);
-    if ((ctrl_conn_receive(&peer->conn, hixl_ctrl_dispatch, &ctx, err,
+    if ((hixl_conn_receive(&peer->conn, hixl_ctrl_dispatch, &ctx, err,
                            sizeof(err)) != 0) &&
         (peer->state != HIXL_PEER_CLOSED)) {
         hixl_ctrl_conn_failed(engine, peer, err);

@@ -43,7 +43,7 @@ int hixl_ctrl_protocol_error(hixl_engine_t *engine, hixl_peer_t *peer,
 static inline hixl_status_t hixl_ctrl_send(hixl_peer_t *peer,
                                            const ctrl_msg_t *msg)
 {
-    return ctrl_conn_send(&peer->conn, msg);
+    return hixl_conn_send(&peer->conn, msg);
 }
 
 #endif

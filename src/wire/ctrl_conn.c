@@ -17,7 +17,7 @@
 
 #define CTRL_RX_CHUNK (64 * 1024)
 
-void ctrl_sock_setup(int fd, int peer_timeout_ms)
+void hixl_sock_setup(int fd, int peer_timeout_ms)
 {
     int one = 1, cnt = 3;
     int idle    = (peer_timeout_ms / 3000 > 0) ? peer_timeout_ms / 3000 : 1;
@@ -41,7 +41,7 @@ void ctrl_sock_setup(int fd, int peer_timeout_ms)
     setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof(ut));
 }
 
-void ctrl_conn_init(ctrl_conn_t *conn, int fd)
+void hixl_conn_init(ctrl_conn_t *conn, int fd)
 {
     memset(conn, 0, sizeof(*conn));
     conn->fd   = fd;
@@ -49,16 +49,16 @@ void ctrl_conn_init(ctrl_conn_t *conn, int fd)
     pthread_mutex_init(&conn->tx_lock, NULL);
 }
 
-void ctrl_conn_cleanup(ctrl_conn_t *conn)
+void hixl_conn_cleanup(ctrl_conn_t *conn)
 {
-    ctrl_conn_close(conn);
-    ctrl_buf_cleanup(&conn->tx);
+    hixl_conn_close(conn);
+    hixl_buf_cleanup(&conn->tx);
     free(conn->rx);
     conn->rx = NULL;
     pthread_mutex_destroy(&conn->tx_lock);
 }
 
-hixl_status_t ctrl_conn_watch(ctrl_conn_t *conn, int epfd, uint64_t ep_data)
+hixl_status_t hixl_conn_watch(ctrl_conn_t *conn, int epfd, uint64_t ep_data)
 {
     struct epoll_event ev;
 
@@ -80,7 +80,7 @@ hixl_status_t ctrl_conn_watch(ctrl_conn_t *conn, int epfd, uint64_t ep_data)
     return HIXL_SUCCESS;
 }
 
-void ctrl_conn_close(ctrl_conn_t *conn)
+void hixl_conn_close(ctrl_conn_t *conn)
 {
     /* Under tx_lock, so a sender racing with the close either wrote before
      * it or sees `closed`: never a write to a recycled descriptor. */
@@ -148,7 +148,7 @@ static int ctrl_conn_write_locked(ctrl_conn_t *conn, char *err, size_t errlen)
     return 0;
 }
 
-hixl_status_t ctrl_conn_send(ctrl_conn_t *conn, const ctrl_msg_t *msg)
+hixl_status_t hixl_conn_send(ctrl_conn_t *conn, const ctrl_msg_t *msg)
 {
     hixl_status_t status;
     char err[128];
@@ -164,7 +164,7 @@ hixl_status_t ctrl_conn_send(ctrl_conn_t *conn, const ctrl_msg_t *msg)
                             conn->tx.len - conn->tx_off);
         goto out;
     }
-    status = ctrl_msg_encode(&conn->tx, msg);
+    status = hixl_msg_encode(&conn->tx, msg);
     if (status != HIXL_SUCCESS) {
         goto out;
     }
@@ -176,7 +176,7 @@ out:
     return status;
 }
 
-int ctrl_conn_flush(ctrl_conn_t *conn, char *err, size_t errlen)
+int hixl_conn_flush(ctrl_conn_t *conn, char *err, size_t errlen)
 {
     int rc = 0;
 
@@ -188,7 +188,7 @@ int ctrl_conn_flush(ctrl_conn_t *conn, char *err, size_t errlen)
     return rc;
 }
 
-size_t ctrl_conn_tx_pending(ctrl_conn_t *conn)
+size_t hixl_conn_tx_pending(ctrl_conn_t *conn)
 {
     size_t n;
 
@@ -198,7 +198,7 @@ size_t ctrl_conn_tx_pending(ctrl_conn_t *conn)
     return n;
 }
 
-int ctrl_conn_receive(ctrl_conn_t *conn, ctrl_msg_handler_t handler,
+int hixl_conn_receive(ctrl_conn_t *conn, ctrl_msg_handler_t handler,
                       void *arg, char *err, size_t errlen)
 {
     ctrl_decode_result_t res;
@@ -246,7 +246,7 @@ int ctrl_conn_receive(ctrl_conn_t *conn, ctrl_msg_handler_t handler,
 
     off = 0;
     while (off < conn->rx_len) {
-        res = ctrl_msg_decode(conn->rx + off, conn->rx_len - off, &msg,
+        res = hixl_msg_decode(conn->rx + off, conn->rx_len - off, &msg,
                               &consumed, err, errlen);
         if (res == CTRL_DECODE_NEED_MORE) {
             break;
@@ -256,7 +256,7 @@ int ctrl_conn_receive(ctrl_conn_t *conn, ctrl_msg_handler_t handler,
         }
         off += consumed;
         if (handler(arg, &msg) != 0) {
-            snprintf(err, errlen, "closed after %s", ctrl_msg_type_name(msg.type));
+            snprintf(err, errlen, "closed after %s", hixl_msg_type_name(msg.type));
             return -1;
         }
     }
@@ -272,7 +272,7 @@ int ctrl_conn_receive(ctrl_conn_t *conn, ctrl_msg_handler_t handler,
     return 0;
 }
 
-hixl_status_t ctrl_sock_listen(const hixl_name_t *name, int *fd_p,
+hixl_status_t hixl_sock_listen(const hixl_name_t *name, int *fd_p,
                                uint16_t *port_p)
 {
     struct sockaddr_storage bound;
@@ -308,7 +308,7 @@ hixl_status_t ctrl_sock_listen(const hixl_name_t *name, int *fd_p,
     return HIXL_SUCCESS;
 }
 
-hixl_status_t ctrl_sock_connect(const hixl_name_t *name, uint64_t deadline_ns,
+hixl_status_t hixl_sock_connect(const hixl_name_t *name, uint64_t deadline_ns,
                                 int peer_timeout_ms, int *fd_p)
 {
     struct pollfd pfd;
@@ -319,7 +319,7 @@ hixl_status_t ctrl_sock_connect(const hixl_name_t *name, uint64_t deadline_ns,
     if (fd < 0) {
         return hixl_error(HIXL_FAILED, "socket: %s", strerror(errno));
     }
-    ctrl_sock_setup(fd, peer_timeout_ms);
+    hixl_sock_setup(fd, peer_timeout_ms);
     rc = connect(fd, (const struct sockaddr*)&name->addr, name->addrlen);
     if ((rc != 0) && (errno != EINPROGRESS)) {
         err = errno;

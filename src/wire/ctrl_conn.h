@@ -33,45 +33,45 @@ typedef struct ctrl_conn {
  * found the connection must end; it must not free the connection). */
 typedef int (*ctrl_msg_handler_t)(void *arg, const ctrl_msg_t *msg);
 
-void ctrl_conn_init(ctrl_conn_t *conn, int fd);
+void hixl_conn_init(ctrl_conn_t *conn, int fd);
 
 /* Close the socket (if open) and free the buffers. */
-void ctrl_conn_cleanup(ctrl_conn_t *conn);
+void hixl_conn_cleanup(ctrl_conn_t *conn);
 
 /* Add the socket to an epoll set for input (and output while queued). */
-hixl_status_t ctrl_conn_watch(ctrl_conn_t *conn, int epfd, uint64_t ep_data);
+hixl_status_t hixl_conn_watch(ctrl_conn_t *conn, int epfd, uint64_t ep_data);
 
 /* Close the socket (the peer sees EOF); later sends fail. */
-void ctrl_conn_close(ctrl_conn_t *conn);
+void hixl_conn_close(ctrl_conn_t *conn);
 
 /* Queue a message and write what the socket takes.  FAILED when closed. */
-hixl_status_t ctrl_conn_send(ctrl_conn_t *conn, const ctrl_msg_t *msg);
+hixl_status_t hixl_conn_send(ctrl_conn_t *conn, const ctrl_msg_t *msg);
 
 /* Write queued bytes (on EPOLLOUT).  0 on success, -1 with err on error. */
-int ctrl_conn_flush(ctrl_conn_t *conn, char *err, size_t errlen);
+int hixl_conn_flush(ctrl_conn_t *conn, char *err, size_t errlen);
 
 /*
  * Read what the socket has and call handler for every complete message.
  * Returns 0 while the connection lives, -1 when it ended: EOF, socket error,
  * a malformed message or a handler that stopped; err says which.
  */
-int ctrl_conn_receive(ctrl_conn_t *conn, ctrl_msg_handler_t handler,
+int hixl_conn_receive(ctrl_conn_t *conn, ctrl_msg_handler_t handler,
                       void *arg, char *err, size_t errlen);
 
 /* Bytes still queued for sending. */
-size_t ctrl_conn_tx_pending(ctrl_conn_t *conn);
+size_t hixl_conn_tx_pending(ctrl_conn_t *conn);
 
 /* Listening socket bound to exactly name's address; *port_p is the port. */
-hixl_status_t ctrl_sock_listen(const hixl_name_t *name, int *fd_p,
+hixl_status_t hixl_sock_listen(const hixl_name_t *name, int *fd_p,
                                uint16_t *port_p);
 
 /* Connect within the deadline; FAILED (refused, unreachable) or TIMEOUT. */
-hixl_status_t ctrl_sock_connect(const hixl_name_t *name, uint64_t deadline_ns,
+hixl_status_t hixl_sock_connect(const hixl_name_t *name, uint64_t deadline_ns,
                                 int peer_timeout_ms, int *fd_p);
 
 /* Socket options every control socket gets (non-blocking, no Nagle,
  * close-on-exec, and a silent peer's bound: keepalive and
  * TCP_USER_TIMEOUT from hixl.PeerTimeoutMs). */
-void ctrl_sock_setup(int fd, int peer_timeout_ms);
+void hixl_sock_setup(int fd, int peer_timeout_ms);
 
 #endif

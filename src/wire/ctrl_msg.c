@@ -85,7 +85,7 @@ static const struct {
     [CTRL_DATA_ACK]       = LAYOUT("DATA_ACK", ctrl_f_data_ack),
 };
 
-const char *ctrl_msg_type_name(uint16_t type)
+const char *hixl_msg_type_name(uint16_t type)
 {
     if ((type == 0) || (type >= CTRL_MSG_TYPE_LAST)) {
         return "UNKNOWN";
@@ -93,7 +93,7 @@ const char *ctrl_msg_type_name(uint16_t type)
     return ctrl_layouts[type].name;
 }
 
-ctrl_decode_result_t ctrl_msg_decode(const uint8_t *buf, size_t len,
+ctrl_decode_result_t hixl_msg_decode(const uint8_t *buf, size_t len,
                                      ctrl_msg_t *msg, size_t *consumed,
                                      char *err, size_t errlen)
 {
@@ -215,7 +215,7 @@ static hixl_status_t ctrl_buf_reserve(ctrl_buf_t *out, size_t extra)
     return HIXL_SUCCESS;
 }
 
-hixl_status_t ctrl_msg_encode(ctrl_buf_t *out, const ctrl_msg_t *msg)
+hixl_status_t hixl_msg_encode(ctrl_buf_t *out, const ctrl_msg_t *msg)
 {
     const ctrl_field_t *f;
     const ctrl_bytes_t *b;
@@ -279,7 +279,7 @@ hixl_status_t ctrl_msg_encode(ctrl_buf_t *out, const ctrl_msg_t *msg)
     return HIXL_SUCCESS;
 }
 
-void ctrl_buf_cleanup(ctrl_buf_t *buf)
+void hixl_buf_cleanup(ctrl_buf_t *buf)
 {
     free(buf->data);
     buf->data = NULL;

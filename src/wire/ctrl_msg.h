@@ -148,17 +148,17 @@ typedef struct ctrl_buf {
 
 /* Decode the message at the start of buf.  On OK, *consumed is its length.
  * On ERROR, err (errlen bytes) says what is wrong. */
-ctrl_decode_result_t ctrl_msg_decode(const uint8_t *buf, size_t len,
+ctrl_decode_result_t hixl_msg_decode(const uint8_t *buf, size_t len,
                                      ctrl_msg_t *msg, size_t *consumed,
                                      char *err, size_t errlen);
 
 /* Append the encoding of msg to out.  RESOURCE_EXHAUSTED when out of memory,
  * PARAM_INVALID when a field exceeds its limit. */
-hixl_status_t ctrl_msg_encode(ctrl_buf_t *out, const ctrl_msg_t *msg);
+hixl_status_t hixl_msg_encode(ctrl_buf_t *out, const ctrl_msg_t *msg);
 
-const char *ctrl_msg_type_name(uint16_t type);
+const char *hixl_msg_type_name(uint16_t type);
 
-void ctrl_buf_cleanup(ctrl_buf_t *buf);
+void hixl_buf_cleanup(ctrl_buf_t *buf);
 
 static inline ctrl_bytes_t ctrl_bytes(const void *ptr, size_t len)
 {
