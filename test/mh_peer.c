@@ -414,6 +414,26 @@ static void mh_cmd_notify(mh_out_t *o, int argc, char **argv)
                                   (int32_t)mh_u64(argv[3])), t0);
 }
 
+/* Whether this engine holds a connection to remote, as the only call that
+ * tells does: a notify (name "hx.state", empty, 1 s) that succeeds only
+ * on a live connection.  The remote receives it: drain with `notifies`. */
+static void mh_cmd_state(mh_out_t *o, int argc, char **argv)
+{
+    hixl_notify_desc_t nd = {"hx.state", "", 0};
+    char msg[1024];
+    hixl_status_t st;
+
+    if (argc != 2) {
+        mh_printf(o, "ERR usage: state REMOTE\n");
+        return;
+    }
+    st = hixl_send_notify(mh.engine, argv[1], &nd, 1000);
+    mh_printf(o, "OK connected=%d status=%s code=%d msg=%s\n",
+              st == HIXL_SUCCESS, hixl_strerror(st), (int)st,
+              (st == HIXL_SUCCESS) ? "" :
+              mh_oneline(hixl_last_error(), msg, sizeof(msg)));
+}
+
 static void mh_cmd_notifies(mh_out_t *o)
 {
     hixl_notify_t *n = NULL;
@@ -857,6 +877,8 @@ static void mh_run(mh_out_t *o, int argc, char **argv, mh_job_t *self)
         mh_cmd_notify(o, argc, argv);
     } else if (!strcmp(c, "notifies")) {
         mh_cmd_notifies(o);
+    } else if (!strcmp(c, "state")) {
+        mh_cmd_state(o, argc, argv);
     } else if (!strcmp(c, "fds")) {
         mh_printf(o, "OK fds=%d\n", mh_count_fds());
     } else if (!strcmp(c, "socks")) {

@@ -64,6 +64,9 @@
  *   test_layer SRC STREAM GEN LAYER          OK ... ready=0|1
  *   notify REMOTE NAME TIMEOUT_MS            hixl_send_notify
  *   notifies                                 OK n=K (drained)
+ *   state REMOTE              OK connected=0|1 status=...: whether a 1 s
+ *                             notify to REMOTE gets through (the API has
+ *                             no other way to ask; REMOTE receives it)
  * Background:
  *   bg COMMAND ...            run COMMAND in a thread -> OK job=N
  *   job N TIMEOUT_MS          wait up to TIMEOUT_MS: the command's own
