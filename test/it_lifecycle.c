@@ -296,8 +296,8 @@ static void it_wait_gone(hixl_engine_t *e, const char *remote)
 
     for (spins = 0; spins < 20000; ++spins) {
         st = hixl_send_notify(e, remote, &nd, HX_OP_TIMEOUT_MS);
-        /* NOTIFY_FAILED: the connection closed while this one was out */
-        if ((st != HIXL_SUCCESS) && (st != HIXL_NOTIFY_FAILED)) {
+        /* FAILED: the connection closed while this one was out */
+        if ((st != HIXL_SUCCESS) && (st != HIXL_FAILED)) {
             break;
         }
         usleep(1000);

@@ -20,12 +20,14 @@
  *    SUCCESS (never ALREADY_CONNECTED because the listener still holds
  *    the old incarnation); the new incarnation rewrites the whole region
  *    with another pattern, which verifies, and its layer signals work;
- *  - no TCP connection of the old incarnation is still held by either
- *    process, and STALE_WAIT_MS after the heal (long enough for TCP's
- *    retransmission backoff to deliver whatever the old connection still
- *    had queued) the WHOLE region still holds the new pattern: not one
- *    byte of the old one (stale bytes of an old incarnation are silent
- *    corruption).
+ *  - within STALE_WAIT_MS of the heal no TCP connection of the old
+ *    incarnation is still held by either process (the library can close
+ *    the listener's end only once the old connection's queued bytes or its
+ *    goodbye arrive, which TCP's retransmission backoff delays), and
+ *    STALE_WAIT_MS after the heal (long enough for that backoff to deliver
+ *    whatever the old connection still had queued) the WHOLE region still
+ *    holds the new pattern: not one byte of the old one (stale bytes of an
+ *    old incarnation are silent corruption).
  * A round goes on past a broken promise where it can (mh_faults.h), with
  * bounded extra waits, so one run shows every fault.
  *
@@ -166,22 +168,37 @@ static int region_ok(part_t *p, uint64_t seed, uint64_t old, char *what,
     return mh_u64(r, "match") == 1;
 }
 
-/* No TCP connection of the old incarnation may be held in either host. */
+/* No TCP connection of the old incarnation may be held in either host
+ * STALE_WAIT_MS after the heal; looked at every 250 ms until then. */
 static void old_conns_gone(part_t *p, const mh_conns_t old[2],
-                           const char *when)
+                           double t_heal)
 {
     char desc[4096], ss[8192];
-    int h, n;
+    int h, n[2];
 
+    for (;;) {
+        for (h = 0; h < 2; ++h) {
+            n[h] = mh_conns_left(p->net, h, &old[h], desc, sizeof(desc));
+        }
+        if ((n[0] + n[1] == 0) || (mh_now() >= t_heal + STALE_WAIT_MS)) {
+            break;
+        }
+        mh_sleep_ms(250);
+    }
+    if (n[0] + n[1] == 0) {
+        mh_note(&p->f, "no TCP connection of the old incarnation left "
+                "%.0f ms after the heal", mh_now() - t_heal);
+        return;
+    }
     for (h = 0; h < 2; ++h) {
-        n = mh_conns_left(p->net, h, &old[h], desc, sizeof(desc));
-        if (n == 0) {
+        if (mh_conns_left(p->net, h, &old[h], desc, sizeof(desc)) == 0) {
             continue;
         }
         hx_net_ss(p->net, h, ss, sizeof(ss));
-        mh_fault(&p->f, "%s, the %s still holds %d TCP connection(s) of "
-                 "the old incarnation:\n%sss in its host:\n%s", when,
-                 h == MH_HOST_DECODE ? "decode" : "prefill", n, desc, ss);
+        mh_fault(&p->f, "%d ms after the heal, the %s still holds %d TCP "
+                 "connection(s) of the old incarnation:\n%sss in its "
+                 "host:\n%s", STALE_WAIT_MS,
+                 h == MH_HOST_DECODE ? "decode" : "prefill", n[h], desc, ss);
     }
 }
 
@@ -382,7 +399,7 @@ static void look_for_stale(part_t *p, const round_cfg_t *c,
                  "old incarnation's pattern): %s", what);
         seen = 1;
     }
-    old_conns_gone(p, old, "after the reconnect and the rewrite");
+    old_conns_gone(p, old, t_heal);
     if (!c->stale_wait) {
         return;
     }
@@ -405,7 +422,6 @@ static void look_for_stale(part_t *p, const round_cfg_t *c,
                  "the old incarnation's pattern; silent corruption): %s",
                  STALE_WAIT_MS, what);
     }
-    old_conns_gone(p, old, "20 s after the heal");
 }
 
 static void partition_round(part_t *p, const round_cfg_t *c)

@@ -440,7 +440,10 @@ HIXL_API hixl_status_t hixl_test_layer(hixl_engine_t *engine,
 /** Send a notify to a connected peer (hixl::Hixl::SendNotify).  Notifies
  *  from one engine to another arrive in order.  Returns once the remote
  *  has queued it; RESOURCE_EXHAUSTED if the remote's queue is full,
- *  PARAM_INVALID if it is larger than hixl.MaxNotifySize. */
+ *  PARAM_INVALID if it is larger than hixl.MaxNotifySize, NOT_CONNECTED
+ *  if there is no connection, FAILED (with the reason) if the connection
+ *  ended before the remote queued it, TIMEOUT if no answer came within
+ *  timeout_ms. */
 HIXL_API hixl_status_t hixl_send_notify(hixl_engine_t *engine, const char *remote_engine,
                                const hixl_notify_desc_t *notify,
                                int32_t timeout_ms);

@@ -11,6 +11,10 @@
  *              endpoint before a rendezvous receive ends
  *   READ       (am data path) send me [addr, +len)
  *   READ_DATA  the bytes, or why not
+ *   UNBIND     connector -> listener, REPLY flag, when the connector ends
+ *              the connection: "close the endpoint this arrives on"
+ *   UNBIND_ACK back on it, just before the listener closes it
+ *              (core/ep_retire.h)
  *
  * Every message has the same fixed header, checked before use (magic,
  * version, length): a message from something that is not this library is
@@ -29,6 +33,8 @@ enum {
     HIXL_AM_WRITE,
     HIXL_AM_READ,
     HIXL_AM_READ_DATA,
+    HIXL_AM_UNBIND,
+    HIXL_AM_UNBIND_ACK,
     HIXL_AM_LAST
 };
 

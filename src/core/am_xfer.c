@@ -1,15 +1,17 @@
 /*
  * The library's data messages (see am_xfer.h).
  *
- * Threads: posting runs under engine->lock; everything else runs in UCX
- * callbacks (inside ucp_worker_progress of the in or out worker), which
- * never take engine->lock.  They take engine->serve_lock for reading while
+ * Threads: posting runs under engine->lock, and WRITEs that waited for
+ * room in their channel's window are posted from a progress callback;
+ * everything else runs in UCX callbacks (inside ucp_worker_progress of the
+ * in or out worker), which never take engine->lock.  They take engine->serve_lock for reading while
  * they check a connection, a channel or a region and while they use an
  * endpoint that a close could otherwise free; closes and region changes
  * take it for writing and call no UCX function while they hold it.
  */
 #include "config.h"
 #include "core/am_xfer.h"
+#include "core/ep_retire.h"
 #include "core/engine.h"
 #include "core/served.h"
 #include "util/log.h"
@@ -20,6 +22,11 @@
 
 #define HIXL_AM_CTX_CHUNK 256
 #define HIXL_AM_CHUNK     (256 * 1024)
+/* WRITE data copied into UCX's queues at most, per channel: enough to
+ * keep a tcp connection busy (tens of milliseconds of data), little enough
+ * to hold on to while a peer that cannot be reached keeps it
+ * (ep_retire.h). */
+#define HIXL_AM_WINDOW    (16u * 1024 * 1024)
 
 /* What a send in flight needs: its header (UCX reads it until the send is
  * done) and what to do when it ends. */
@@ -29,7 +36,20 @@ typedef struct hixl_am_ctx {
     hixl_am_hdr_t       hdr;
     void              (*on_done)(void *arg);
     void               *arg;
+    void               *copy;     /* a WRITE's data, its own copy */
+    hixl_chan_t        *chan;     /* whose window the copy counts in */
+    uint64_t            chan_id;
 } hixl_am_ctx_t;
+
+/* A WRITE waiting for room in its channel's window (counted in the
+ * channel's slot already, so the flush waits for it; dropped when the
+ * channel closes). */
+struct hixl_am_wait {
+    hixl_am_wait_t      *next;
+    hixl_request_t      *req;
+    hixl_am_hdr_t        hdr;
+    const void          *data;    /* the caller's: read when it is sent */
+};
 
 /* Free contexts: taken and returned from any thread, under a spinlock
  * (never held across anything else); chunks are freed at cleanup. */
@@ -39,6 +59,9 @@ typedef struct hixl_am_pool {
     hixl_am_ctx_t     *free;
     void             **chunks;
     size_t             nchunks;
+    /* channels with WRITEs waiting (under lock; chan->am_next links) */
+    hixl_chan_t       *waiting;
+    atomic_uint        nwaiting;
 } hixl_am_pool_t;
 
 /* ---- contexts -------------------------------------------------------------- */
@@ -101,6 +124,8 @@ unsigned hixl_am_live(hixl_engine_t *engine)
     return (engine->am != NULL) ? atomic_load(&engine->am->live) : 0;
 }
 
+static unsigned hixl_am_progress(hixl_engine_t *engine);
+
 hixl_status_t hixl_am_init(hixl_engine_t *engine)
 {
     engine->am = calloc(1, sizeof(*engine->am));
@@ -108,6 +133,7 @@ hixl_status_t hixl_am_init(hixl_engine_t *engine)
         return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
     }
     pthread_spin_init(&engine->am->lock, PTHREAD_PROCESS_PRIVATE);
+    hixl_progress_add(engine, hixl_am_progress);
     return HIXL_SUCCESS;
 }
 
@@ -133,6 +159,13 @@ static void hixl_am_ctx_done(hixl_am_ctx_t *ctx)
 {
     if (ctx->on_done != NULL) {
         ctx->on_done(ctx->arg);
+    }
+    if (ctx->copy != NULL) {
+        free(ctx->copy);
+        /* a channel closed since has a new window, or none */
+        if (ctx->chan->id == ctx->chan_id) {
+            atomic_fetch_sub(&ctx->chan->am_window, (long)ctx->hdr.len);
+        }
     }
     hixl_am_ctx_put(ctx);
 }
@@ -195,6 +228,192 @@ void hixl_am_send_small(hixl_engine_t *engine, ucp_ep_h ep, unsigned id,
     }
 }
 
+/* REPLY: the target checks that it arrives on the connection's endpoint */
+#define HIXL_AM_DATA_FLAGS (UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER)
+
+/*
+ * Send a WRITE from a copy of its data: what UCX queues is the library's,
+ * never the caller's, so a transfer that ends (its connection closed) lets
+ * go of the caller's buffer at once although its endpoint may keep what is
+ * queued until the network heals (ep_retire.h).  UCX's status: UCS_OK
+ * once posted.
+ */
+static ucs_status_t hixl_am_post_copy(hixl_engine_t *engine,
+                                      hixl_chan_t *chan,
+                                      const hixl_am_hdr_t *hdr,
+                                      const void *data)
+{
+    hixl_am_ctx_t *ctx = hixl_am_ctx_get(engine);
+
+    if (ctx == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    ctx->hdr  = *hdr;
+    ctx->copy = malloc(hdr->len);
+    if (ctx->copy == NULL) {
+        hixl_am_ctx_put(ctx);
+        return UCS_ERR_NO_MEMORY;
+    }
+    memcpy(ctx->copy, data, hdr->len);
+    ctx->chan    = chan;
+    ctx->chan_id = chan->id;
+    atomic_fetch_add(&chan->am_window, (long)hdr->len);
+    return hixl_am_post(chan->ep, HIXL_AM_WRITE, ctx, ctx->copy, hdr->len,
+                        HIXL_AM_DATA_FLAGS);
+}
+
+/* Whether a WRITE of len bytes may go now on chan: its window has room and
+ * none of its earlier ones waits (they go in order). */
+static int hixl_am_window_open(const hixl_chan_t *chan, size_t len)
+{
+    return (chan->am_wait_head == NULL) && (chan->am_draining == 0) &&
+           (atomic_load(&chan->am_window) + (long)len <= HIXL_AM_WINDOW);
+}
+
+/* Queue a WRITE on chan until its window has room (pool lock held). */
+static ucs_status_t hixl_am_wait(hixl_am_pool_t *pool, hixl_chan_t *chan,
+                                 hixl_request_t *req, const hixl_am_hdr_t *hdr,
+                                 const void *data)
+{
+    hixl_am_wait_t *w = malloc(sizeof(*w));
+
+    if (w == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    w->next = NULL;
+    w->req  = req;
+    w->hdr  = *hdr;
+    w->data = data;
+    if (chan->am_wait_tail != NULL) {
+        chan->am_wait_tail->next = w;
+    } else {
+        chan->am_wait_head = w;
+        chan->am_next      = pool->waiting;   /* first one: list it */
+        pool->waiting      = chan;
+        atomic_fetch_add(&pool->nwaiting, 1);
+    }
+    chan->am_wait_tail = w;
+    return UCS_OK;
+}
+
+/* A WRITE: sent now if the window lets it, else queued. */
+static ucs_status_t hixl_am_send_write(hixl_engine_t *engine,
+                                       hixl_chan_t *chan, hixl_request_t *req,
+                                       const hixl_am_hdr_t *hdr,
+                                       const void *data)
+{
+    hixl_am_pool_t *pool = engine->am;
+    ucs_status_t ustatus;
+
+    pthread_spin_lock(&pool->lock);
+    if (!hixl_am_window_open(chan, hdr->len)) {
+        ustatus = hixl_am_wait(pool, chan, req, hdr, data);
+        pthread_spin_unlock(&pool->lock);
+        return ustatus;
+    }
+    pthread_spin_unlock(&pool->lock);
+    return hixl_am_post_copy(engine, chan, hdr, data);
+}
+
+void hixl_am_chan_closed(hixl_engine_t *engine, hixl_chan_t *chan)
+{
+    hixl_am_pool_t *pool = engine->am;
+    hixl_am_wait_t *w, *next;
+    hixl_chan_t **pp;
+
+    pthread_spin_lock(&pool->lock);
+    w = chan->am_wait_head;
+    if (w != NULL) {
+        for (pp = &pool->waiting; *pp != chan; pp = &(*pp)->am_next) {
+        }
+        *pp = chan->am_next;
+        atomic_fetch_sub(&pool->nwaiting, 1);
+    }
+    chan->am_wait_head = chan->am_wait_tail = NULL;
+    chan->am_draining  = 0;
+    atomic_store(&chan->am_window, 0);
+    pthread_spin_unlock(&pool->lock);
+    for (; w != NULL; w = next) {   /* their transfers ended with it */
+        next = w->next;
+        free(w);
+    }
+}
+
+/* The WRITEs of waiting channels whose windows have room now, taken off
+ * their queues (pool lock held), in order, each with its channel. */
+static hixl_am_wait_t *hixl_am_take_ready(hixl_am_pool_t *pool,
+                                          hixl_chan_t **chans, size_t max,
+                                          size_t *count)
+{
+    hixl_am_wait_t *out = NULL, **tail = &out, *w;
+    hixl_chan_t **pp, *chan;
+    long room;
+
+    *count = 0;
+    for (pp = &pool->waiting; ((chan = *pp) != NULL) && (*count < max);) {
+        room = HIXL_AM_WINDOW - atomic_load(&chan->am_window);
+        while (((w = chan->am_wait_head) != NULL) &&
+               ((long)w->hdr.len <= room) && (*count < max)) {
+            room              -= (long)w->hdr.len;
+            chan->am_wait_head = w->next;
+            w->next            = NULL;
+            *tail              = w;
+            tail               = &w->next;
+            chans[(*count)++]  = chan;
+            chan->am_draining++;   /* later WRITEs wait for these */
+        }
+        if (chan->am_wait_head == NULL) {
+            chan->am_wait_tail = NULL;
+            *pp = chan->am_next;
+            atomic_fetch_sub(&pool->nwaiting, 1);
+        } else {
+            pp = &chan->am_next;
+        }
+    }
+    return out;
+}
+
+#define HIXL_AM_BATCH 64
+
+/* Send waiting WRITEs whose channel's window has room (a progress
+ * callback). */
+static unsigned hixl_am_progress(hixl_engine_t *engine)
+{
+    hixl_am_pool_t *pool = engine->am;
+    hixl_chan_t *chans[HIXL_AM_BATCH];
+    hixl_am_wait_t *w, *next;
+    ucs_status_t ustatus;
+    size_t i, n;
+
+    if (atomic_load(&pool->nwaiting) == 0) {
+        return 0;
+    }
+    /* serve_lock first: a close takes it for writing before the pool's
+     * lock (hixl_am_chan_closed), so a channel taken here stays open
+     * until its WRITEs are posted */
+    pthread_rwlock_rdlock(&engine->serve_lock);
+    pthread_spin_lock(&pool->lock);
+    w = hixl_am_take_ready(pool, chans, HIXL_AM_BATCH, &n);
+    pthread_spin_unlock(&pool->lock);
+    for (i = 0; w != NULL; w = next, ++i) {
+        next    = w->next;
+        ustatus = hixl_am_post_copy(engine, chans[i], &w->hdr, w->data);
+        pthread_spin_lock(&pool->lock);
+        chans[i]->am_draining--;
+        pthread_spin_unlock(&pool->lock);
+        if (ustatus != UCS_OK) {
+            hixl_req_fail(w->req, HIXL_FAILED, "a WRITE of %" PRIu64
+                          " bytes to 0x%" PRIx64 " was not sent: %s",
+                          w->hdr.len, w->hdr.addr,
+                          ucs_status_string(ustatus));
+            hixl_chan_answered(chans[i], w->hdr.flags);
+        }
+        free(w);
+    }
+    pthread_rwlock_unlock(&engine->serve_lock);
+    return (unsigned)n;
+}
+
 /* A WRITE or READ on the channel; the slot is counted before the send, so
  * an answer can never come first. */
 static ucs_status_t hixl_am_request(hixl_engine_t *engine, hixl_chan_t *chan,
@@ -202,26 +421,31 @@ static ucs_status_t hixl_am_request(hixl_engine_t *engine, hixl_chan_t *chan,
                                     uint64_t remote, uint64_t local,
                                     const void *data, size_t len)
 {
-    hixl_am_ctx_t *ctx = hixl_am_ctx_get(engine);
+    hixl_am_ctx_t *ctx;
     ucs_status_t ustatus;
+    hixl_am_hdr_t hdr;
     unsigned slot;
 
-    if (ctx == NULL) {
-        return UCS_ERR_NO_MEMORY;
+    hixl_am_hdr_init(&hdr);
+    slot       = hixl_chan_post(chan);
+    hdr.flags  = (uint16_t)slot;
+    hdr.conn   = chan->conn;
+    hdr.chan   = chan->id;
+    hdr.cookie = req->handle;
+    hdr.addr   = remote;
+    hdr.len    = len;
+    hdr.local  = local;
+    if (id == HIXL_AM_WRITE) {
+        ustatus = hixl_am_send_write(engine, chan, req, &hdr, data);
+    } else {
+        ctx     = hixl_am_ctx_get(engine);
+        ustatus = UCS_ERR_NO_MEMORY;
+        if (ctx != NULL) {
+            ctx->hdr = hdr;
+            ustatus  = hixl_am_post(chan->ep, id, ctx, NULL, 0,
+                                    HIXL_AM_DATA_FLAGS);
+        }
     }
-    hixl_am_hdr_init(&ctx->hdr);
-    slot             = hixl_chan_post(chan);
-    ctx->hdr.flags   = (uint16_t)slot;
-    ctx->hdr.conn    = chan->conn;
-    ctx->hdr.chan    = chan->id;
-    ctx->hdr.cookie  = req->handle;
-    ctx->hdr.addr    = remote;
-    ctx->hdr.len     = len;
-    ctx->hdr.local   = local;
-    /* REPLY: the target checks that it arrives on the connection's
-     * endpoint */
-    ustatus = hixl_am_post(chan->ep, id, ctx, data, (data != NULL) ? len : 0,
-                           UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER);
     if (ustatus != UCS_OK) {
         hixl_chan_answered(chan, slot);   /* no answer will come */
     }
@@ -235,8 +459,9 @@ static ucs_status_t hixl_am_request(hixl_engine_t *engine, hixl_chan_t *chan,
  * survive its peer going away in the middle of one: a send whose receiver
  * died is never called back or freed (tcp and shared memory alike), and a
  * receive whose sender closed its endpoint is left on UCX's own endpoint,
- * where worker destroy asserts on it.  Eager sends are queued on the
- * endpoint, and its forced close cancels them.
+ * where worker destroy asserts on it.  A WRITE's data is copied first, so
+ * what an endpoint still holds after its connection ended is never the
+ * caller's; at most HIXL_AM_WINDOW bytes of copies per channel.
  */
 static ucs_status_t hixl_am_chunks(hixl_engine_t *engine, hixl_chan_t *chan,
                                    hixl_request_t *req, unsigned id,
@@ -296,6 +521,26 @@ static void hixl_am_answer(hixl_engine_t *engine, ucp_ep_h reply_ep,
     hixl_am_send_small(engine, reply_ep, id, &a, NULL, 0, 0, NULL, NULL);
 }
 
+/*
+ * A WRITE or READ that no live connection owns (serve_lock held, released
+ * here) is dropped.  If no live connection has its endpoint either, the
+ * endpoint is left from a connection that ended while its connector could
+ * not tell us (a partition that healed, its queued messages arriving now):
+ * retire it while UCX vouches for it (core/ep_retire.h), or it and its socket
+ * stay until the engine goes.
+ */
+static void hixl_am_refuse(hixl_engine_t *engine, const hixl_am_hdr_t *h,
+                           ucp_ep_h reply_ep)
+{
+    int orphan = hixl_served_orphan(engine, reply_ep);
+
+    pthread_rwlock_unlock(&engine->serve_lock);
+    if (orphan) {
+        hixl_retire_reply_ep(engine, reply_ep, h->conn, "a message of a "
+                                "connection that ended");
+    }
+}
+
 static ucs_status_t hixl_am_on_write(void *arg, const void *header,
                                      size_t header_length, void *data,
                                      size_t length,
@@ -317,10 +562,10 @@ static ucs_status_t hixl_am_on_write(void *arg, const void *header,
     pthread_rwlock_rdlock(&engine->serve_lock);
     if (!hixl_served_check(engine, h->conn, param->reply_ep)) {
         /* a connection that ended, or a stranger: nothing lands */
-        pthread_rwlock_unlock(&engine->serve_lock);
         hixl_log_debug("dropping a WRITE of %" PRIu64 " bytes: no live "
                        "connection %" PRIx64 " on its endpoint", h->len,
                        h->conn);
+        hixl_am_refuse(engine, h, param->reply_ep);
         return UCS_OK;
     }
     region = (h->len == length) ? hixl_am_region(engine, h->addr, h->len) :
@@ -357,7 +602,7 @@ static ucs_status_t hixl_am_on_read(void *arg, const void *header,
     }
     pthread_rwlock_rdlock(&engine->serve_lock);
     if (!hixl_served_check(engine, h->conn, param->reply_ep)) {
-        pthread_rwlock_unlock(&engine->serve_lock);
+        hixl_am_refuse(engine, h, param->reply_ep);
         return UCS_OK;
     }
     region = hixl_am_region(engine, h->addr, h->len);

@@ -12,9 +12,14 @@
  * process killed while writing into a shared-memory receive queue leaves a
  * hole that blocks it for good: the fewer messages, the rarer that is.
  *
- * So, per remote region (hixl_rregion_t.via_am): where UCX maps the memory
+ * So, per remote region (hixl_rregion_t.path): where UCX maps the memory
  * (ucp_rkey_ptr: shared memory it allocated) or has RDMA lanes, puts and
- * gets; elsewhere these messages, eager, in chunks, one answer each.
+ * gets; to another process of this host, kernel copies (core/cma.h);
+ * elsewhere these messages, eager, in chunks, one answer each.  A WRITE
+ * sends a copy of its data, so that an endpoint that keeps what it queued
+ * after its connection ended (core/ep_retire.h) never reads a caller's
+ * buffer: a window of copies per channel bounds that memory, and WRITEs
+ * beyond it wait in order for room.
  *
  * The target (its in worker) accepts a message only on the endpoint bound
  * to a live connection (core/served.h) and only for a range inside one of
@@ -61,6 +66,11 @@ void hixl_am_cleanup(hixl_engine_t *engine);
 /* A WRITE's answer came (DATA_ACK on the control connection, handled by
  * ctrl/; the fields in a message header). */
 void hixl_am_acked(hixl_engine_t *engine, const hixl_am_hdr_t *h);
+
+/* A channel closed (serve_lock held for writing): its WRITEs still
+ * waiting for room are dropped (their transfers ended with it), and the
+ * copies UCX still holds no longer count. */
+void hixl_am_chan_closed(hixl_engine_t *engine, hixl_chan_t *chan);
 
 /* Library messages and receives still in flight (their UCX requests not
  * called back yet). */

@@ -190,6 +190,7 @@ void hixl_chan_close(hixl_engine_t *engine, hixl_chan_t *chan)
     atomic_store(&chan->open, 0);
     chan->id = hixl_chan_make_id((size_t)(uint32_t)chan->id - 1,
                                  (unsigned)(chan->id >> 32) + 1);
+    hixl_am_chan_closed(engine, chan);   /* WRITEs still waiting go */
     /* a flush still waiting for answers will not get them: its part of
      * them ends here (the flush service was closed before, so this only
      * drops the flush's reference on it) */

@@ -9,8 +9,8 @@
  *
  * It holds:
  *  - the binding: BIND sent to the listener with UCX's REPLY flag, so that
- *    the listener owns the endpoint UCX made for this connection and can
- *    close it (core/served.h); BIND_ACK answers;
+ *    the listener knows the endpoint UCX made for this connection
+ *    (core/served.h); BIND_ACK answers (UNBIND ends it: core/ep_retire.h);
  *  - the count of library WRITE/READ messages not answered yet, in two
  *    epoch slots: an endpoint flush closes the current slot and completes
  *    when UCX's own flush (for puts and gets) and the answers of every
@@ -34,6 +34,7 @@
 typedef struct hixl_engine  hixl_engine_t;
 typedef struct hixl_peer    hixl_peer_t;
 typedef struct hixl_chan    hixl_chan_t;
+typedef struct hixl_am_wait hixl_am_wait_t;
 
 struct hixl_chan {
     atomic_uint   gen;          /* of the slot: part of the id */
@@ -52,6 +53,12 @@ struct hixl_chan {
     atomic_int    flush_status;
     atomic_int    flush_slot;
     hixl_chan_t  *next_free;
+    /* library WRITEs (core/am_xfer.c): bytes of copies UCX holds, and
+     * those waiting for room (under the message pool's lock) */
+    atomic_long     am_window;
+    hixl_am_wait_t *am_wait_head, *am_wait_tail;
+    int             am_draining;  /* taken off the queue, being sent */
+    hixl_chan_t    *am_next;      /* in the pool's list of waiting ones */
 };
 
 typedef struct hixl_chan_table {

@@ -7,6 +7,7 @@
 #include "core/engine.h"
 #include "core/peer.h"
 #include "core/ucx_quiet.h"
+#include "core/ep_retire.h"
 #include "util/log.h"
 
 #include <stdio.h>
@@ -22,7 +23,7 @@ struct hixl_ep_err {
     hixl_engine_t *engine;
 };
 
-static void hixl_ep_err_release(hixl_ep_err_t *err)
+void hixl_ep_err_release(hixl_ep_err_t *err)
 {
     if (atomic_fetch_sub(&err->refs, 1) == 1) {
         free(err);
@@ -179,39 +180,65 @@ static void hixl_ep_closed_cb(void *request, ucs_status_t status,
     hixl_ep_err_release(user_data);
 }
 
-void hixl_peer_ep_close(hixl_engine_t *engine, hixl_peer_t *peer,
-                        ucs_status_t status)
+ucs_status_t hixl_ep_err_status(const hixl_ep_err_t *err)
+{
+    return (ucs_status_t)atomic_load(&err->status);
+}
+
+void hixl_ep_close_now(ucp_ep_h ep, hixl_ep_err_t *err, int peer_mode,
+                       const char *name)
 {
     ucp_request_param_t param;
     ucs_status_ptr_t sp;
+
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS |
+                         UCP_OP_ATTR_FIELD_CALLBACK |
+                         UCP_OP_ATTR_FIELD_USER_DATA;
+    /* FORCE cancels what is queued; UCX refuses it in NONE mode (and then
+     * closes nothing): a flush close there */
+    param.flags        = peer_mode ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    param.cb.send      = hixl_ep_closed_cb;
+    param.user_data    = err;
+    /* the error handler's argument must outlive the close */
+    atomic_fetch_add(&err->refs, 1);
+    sp = ucp_ep_close_nbx(ep, &param);
+    if (!UCS_PTR_IS_PTR(sp)) {
+        if (UCS_PTR_IS_ERR(sp)) {
+            hixl_log_warn("closing the endpoint to %s: %s", name,
+                          ucs_status_string(UCS_PTR_STATUS(sp)));
+        }
+        hixl_ep_err_release(err);
+    }
+}
+
+void hixl_peer_ep_close(hixl_engine_t *engine, hixl_peer_t *peer,
+                        ucs_status_t status)
+{
+    /* before the flush service's close settles them: a connection that
+     * ends with nothing in flight and nothing reported by UCX ends in
+     * order, and the listener is asked to close its end too */
+    int orderly = (atomic_load(&peer->inflight) == 0) &&
+                  (peer->chan != NULL) &&
+                  (atomic_load(&peer->chan->bound) == 1) &&
+                  (peer->ep_err != NULL) &&
+                  (hixl_ep_err_status(peer->ep_err) == UCS_OK);
 
     hixl_served_close(engine, peer);   /* accepted: the endpoint we own */
     if (peer->epf != NULL) {
         hixl_epf_close(peer->epf, status);   /* no flush may be issued now */
         peer->epf = NULL;
     }
-    if (peer->ep != NULL) {
-        memset(&param, 0, sizeof(param));
-        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS |
-                             UCP_OP_ATTR_FIELD_CALLBACK |
-                             UCP_OP_ATTR_FIELD_USER_DATA;
-        /* FORCE cancels what is queued; UCX refuses it in NONE mode (and
-         * then closes nothing): a flush close there */
-        param.flags        = peer->ep_peer_mode ? UCP_EP_CLOSE_FLAG_FORCE : 0;
-        param.cb.send      = hixl_ep_closed_cb;
-        param.user_data    = peer->ep_err;
-        /* the error handler's argument must outlive the close */
-        atomic_fetch_add(&peer->ep_err->refs, 1);
-        sp = ucp_ep_close_nbx(peer->ep, &param);
-        if (!UCS_PTR_IS_PTR(sp)) {
-            if (UCS_PTR_IS_ERR(sp)) {
-                hixl_log_warn("closing the endpoint to %s: %s", peer->name,
-                              ucs_status_string(UCS_PTR_STATUS(sp)));
-            }
-            hixl_ep_err_release(peer->ep_err);
-        }
-        peer->ep = NULL;
+    if ((peer->ep != NULL) && peer->ep_peer_mode) {
+        /* flushed, then force-closed (core/ep_retire.h) */
+        peer->retire_id = hixl_retire_start(engine, peer->ep, peer->ep_err,
+                                            peer->conn_id, orderly,
+                                            peer->name);
+        peer->ep_err    = NULL;   /* its reference went with the endpoint */
+    } else if (peer->ep != NULL) {
+        hixl_ep_close_now(peer->ep, peer->ep_err, 0, peer->name);
     }
+    peer->ep = NULL;
     if (peer->chan != NULL) {
         hixl_chan_close(engine, peer->chan);
         peer->chan = NULL;

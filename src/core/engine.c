@@ -5,6 +5,7 @@
 #include "config.h"
 #include "core/engine.h"
 #include "core/am_xfer.h"
+#include "core/ucx_tls.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -77,36 +78,34 @@ static hixl_status_t hixl_engine_worker(hixl_engine_t *engine,
     return HIXL_SUCCESS;
 }
 
-/* Settings of the library's own UCX context (never process-wide ones).
+/*
+ * Settings of the library's own UCX context (never process-wide ones); a
+ * UCX without a key keeps its default.
+ *
  * MM_ERROR_HANDLING: shared memory supports UCX's PEER error mode, so that
  * endpoints to peers on this host can be force-closed (UCX 1.13 refuses
  * that in NONE mode, leaving the endpoint and its operations open) and a
- * dead peer is reported.  A UCX without the key keeps its default. */
-/* Whether UCX_TLS leaves the shared-memory transports in (a setting for
- * them that no transport uses makes UCX warn, on stdout). */
-static int hixl_engine_tls_has_sm(void)
-{
-    static const char *const sm[] = {"sm", "posix", "sysv", "mm", "all"};
-    const char *tls = getenv("UCX_TLS");
-    size_t i;
-
-    if ((tls == NULL) || (*tls == '\0') || (*tls == '^')) {
-        return 1;
-    }
-    for (i = 0; i < sizeof(sm) / sizeof(sm[0]); ++i) {
-        if (strstr(tls, sm[i]) != NULL) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
+ * dead peer is reported.
+ *
+ * ADAPTIVE_PROGRESS off (unless UCX_ADAPTIVE_PROGRESS says otherwise):
+ * UCX stops progressing a transport once its last endpoint closed and
+ * relies on its async thread to wake the worker for that transport's next
+ * event; measured on UCX 1.13.1, the tcp socket of a connection closed from
+ * both sides then stayed in CLOSE_WAIT until some other traffic woke the
+ * transport (one descriptor per connection left on a quiet listener), and
+ * a progress thread asleep in its event fd may miss traffic the same way.
+ * Progressing every transport costs a poll of each per progress call.
+ */
 static void hixl_engine_ucx_config(hixl_engine_t *engine, ucp_config_t *config)
 {
+    static const char *const sm[] = {"sm", "posix", "sysv", "mm"};
     char value[16];
 
-    if (hixl_engine_tls_has_sm()) {
+    if (hixl_ucx_tls_allows(sm, sizeof(sm) / sizeof(sm[0]))) {
         ucp_config_modify(config, "MM_ERROR_HANDLING", "y");
+    }
+    if (getenv("UCX_ADAPTIVE_PROGRESS") == NULL) {
+        ucp_config_modify(config, "ADAPTIVE_PROGRESS", "n");
     }
     /* hixl's RDMA options keep their meaning through UCX's IB settings */
     if (engine->opts.rdma_traffic_class >= 0) {
@@ -201,6 +200,9 @@ static hixl_status_t hixl_engine_init(hixl_engine_t *engine,
         status = hixl_served_init(engine);
     }
     if (status == HIXL_SUCCESS) {
+        status = hixl_retire_init(engine);
+    }
+    if (status == HIXL_SUCCESS) {
         status = hixl_am_handlers(engine);
     }
     if (status != HIXL_SUCCESS) {
@@ -233,6 +235,7 @@ hixl_status_t hixl_engine_create(const char *local_engine,
     pthread_mutex_init(&engine->lock, NULL);
     hixl_cond_init_monotonic(&engine->cond);
     pthread_rwlock_init(&engine->serve_lock, NULL);
+    pthread_mutex_init(&engine->retires.lock, NULL);
 
     status = hixl_engine_init(engine, local_engine, options, num_options);
     if (status != HIXL_SUCCESS) {
@@ -373,6 +376,7 @@ void hixl_engine_destroy_worker(hixl_engine_t *engine)
         ucp_worker_destroy(engine->ucp_worker);
         engine->ucp_worker = NULL;
     }
+    hixl_retire_cleanup(engine);
 }
 
 void hixl_engine_free(hixl_engine_t *engine)
@@ -381,6 +385,7 @@ void hixl_engine_free(hixl_engine_t *engine)
     hixl_chan_table_cleanup(&engine->chans);
     hixl_served_cleanup(engine);
     pthread_rwlock_destroy(&engine->serve_lock);
+    pthread_mutex_destroy(&engine->retires.lock);
     if (engine->log_held) {
         hixl_log_level_drop(engine->opts.log_level);
     }

@@ -26,6 +26,7 @@
 #include "core/request.h"
 #include "core/rtable.h"
 #include "core/served.h"
+#include "core/ep_retire.h"
 #include "util/engine_name.h"
 #include "util/options.h"
 
@@ -68,6 +69,7 @@ struct hixl_engine {
     pthread_rwlock_t   serve_lock;
     hixl_chan_table_t  chans;
     hixl_served_t      served;
+    hixl_retires_t     retires;       /* endpoints closing (ep_retire.h) */
     struct hixl_am_pool *am;          /* core/am_xfer.c */
     atomic_uint        cancelled;     /* transfers settled at peer close */
 

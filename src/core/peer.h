@@ -29,6 +29,7 @@
 
 #include <hixl/hixl.h>
 #include <stdatomic.h>
+#include <sys/types.h>
 #include <ucp/api/ucp.h>
 
 typedef struct hixl_engine hixl_engine_t;
@@ -66,6 +67,10 @@ struct hixl_peer {
     hixl_ep_err_t        *ep_err;       /* what UCX reported on it */
     int                   ep_peer_mode; /* in UCX's PEER error mode */
     int                   ep_rdma;      /* UCX gave it RDMA lanes */
+    pid_t                 cma_pid;      /* outgoing, same host: copies go
+                                           straight there (core/cma.h) */
+    uint64_t              retire_id;    /* closed: its endpoint's retirement
+                                           (core/ep_retire.h), or 0 */
     hixl_rtable_t         rtab;         /* outgoing: the peer's regions */
     atomic_uint           inflight;     /* transfers in flight to it */
     /* what the other engine announced in the handshake */
@@ -168,11 +173,22 @@ void hixl_peers_flush_due(hixl_engine_t *engine);
 hixl_status_t hixl_peer_ep_create(hixl_engine_t *engine, hixl_peer_t *peer,
                                   const void *worker_addr, size_t len);
 
-/* Close it: waiters end with status, UCX force-closes it. */
+/* Close it: waiters end with status; the endpoint is retired
+ * (core/ep_retire.h). */
 void hixl_peer_ep_close(hixl_engine_t *engine, hixl_peer_t *peer,
                         ucs_status_t status);
 
 /* The error UCX reported on the peer's endpoint, or UCS_OK. */
 ucs_status_t hixl_peer_ep_error(const hixl_peer_t *peer);
+
+/* An endpoint's error record (the argument of its error handler): the
+ * error UCX reported on it, or UCS_OK; a reference dropped. */
+ucs_status_t hixl_ep_err_status(const hixl_ep_err_t *err);
+void hixl_ep_err_release(hixl_ep_err_t *err);
+
+/* Close ep now: forced in PEER mode (what is queued is cancelled), a flush
+ * close in NONE mode, where UCX refuses to force. */
+void hixl_ep_close_now(ucp_ep_h ep, hixl_ep_err_t *err, int peer_mode,
+                       const char *name);
 
 #endif

@@ -21,13 +21,19 @@
 typedef struct hixl_engine hixl_engine_t;
 struct hixl_rdev;
 
+/* How transfers reach a remote host region. */
+typedef enum hixl_rpath {
+    HIXL_RPATH_UCX,   /* UCX puts and gets */
+    HIXL_RPATH_AM,    /* library messages (core/am_xfer.h) */
+    HIXL_RPATH_CMA    /* same-host kernel copies (core/cma.h) */
+} hixl_rpath_t;
+
 typedef struct hixl_rregion {
     hixl_range_t         range;     /* first: indexed by address */
     uint64_t             id;
     uint32_t             mem_type;
     ucp_rkey_h           rkey;      /* NULL: device memory not NIC-mapped */
-    int                  via_am;    /* moved by library messages, not UCX
-                                       puts (core/am_xfer.h) */
+    hixl_rpath_t         path;      /* how host transfers reach it */
     struct hixl_rdev    *dev;       /* device memory: its key */
     struct hixl_rregion *next_dead;
 } hixl_rregion_t;

@@ -38,6 +38,20 @@ int hixl_served_check(hixl_engine_t *engine, uint64_t id, ucp_ep_h reply_ep)
            (slot->ep == reply_ep);
 }
 
+int hixl_served_orphan(hixl_engine_t *engine, ucp_ep_h reply_ep)
+{
+    hixl_served_t *t = &engine->served;
+    size_t i;
+
+    for (i = 0; i < t->cap; ++i) {
+        if ((t->slots[i].state == HIXL_SERVED_BOUND) &&
+            (t->slots[i].ep == reply_ep)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 hixl_status_t hixl_served_open(hixl_engine_t *engine, hixl_peer_t *peer)
 {
     hixl_served_t *t = &engine->served;
@@ -89,6 +103,21 @@ void hixl_served_close(hixl_engine_t *engine, hixl_peer_t *peer)
     if (held != NULL) {
         hixl_peer_release(held);
     }
+}
+
+void hixl_served_unbind(hixl_engine_t *engine, uint64_t id,
+                        ucp_ep_h reply_ep)
+{
+    hixl_served_slot_t *slot;
+
+    pthread_rwlock_wrlock(&engine->serve_lock);
+    slot = hixl_served_find(engine, id);
+    if ((slot != NULL) && (slot->state == HIXL_SERVED_BOUND) &&
+        (slot->ep == reply_ep)) {
+        slot->state = HIXL_SERVED_UNBOUND;
+        slot->ep    = NULL;
+    }
+    pthread_rwlock_unlock(&engine->serve_lock);
 }
 
 void hixl_served_ack(hixl_engine_t *engine, uint64_t id,

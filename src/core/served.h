@@ -7,8 +7,10 @@
  * reply_ep: every library message of the connection must arrive on it and
  * name the connection's id, and once the connection ends nothing naming it
  * is accepted, however late it arrives.  That endpoint is UCX's own (made
- * for the connector's wire-up, and destroyed by UCX when the connector's
- * side goes): the table keeps its address to compare with, never to use.
+ * for the connector's wire-up, and destroyed by UCX when it sees the
+ * connector fail): the table keeps its address to compare with, and the
+ * listener uses it only inside callbacks UCX passes it to (the answers to
+ * BIND and UNBIND, and retiring it: core/ep_retire.h).
  * Answers that cannot be sent from inside UCX's callback for the message
  * go over the connection's control connection (DATA_ACK).
  *
@@ -31,7 +33,8 @@ typedef struct hixl_peer   hixl_peer_t;
 typedef enum hixl_served_state {
     HIXL_SERVED_FREE,
     HIXL_SERVED_PENDING,   /* HELLO_ACK sent, BIND not arrived */
-    HIXL_SERVED_BOUND
+    HIXL_SERVED_BOUND,
+    HIXL_SERVED_UNBOUND    /* its connector closed the endpoint (UNBIND) */
 } hixl_served_state_t;
 
 typedef struct hixl_served_slot {
@@ -63,6 +66,16 @@ void hixl_served_ack(hixl_engine_t *engine, uint64_t id,
 /* Whether a message on reply_ep belongs to live connection id
  * (serve_lock held). */
 int hixl_served_check(hixl_engine_t *engine, uint64_t id, ucp_ep_h reply_ep);
+
+/* Whether reply_ep serves no live connection: what still arrives on it is
+ * of one that ended (serve_lock held). */
+int hixl_served_orphan(hixl_engine_t *engine, ucp_ep_h reply_ep);
+
+/* UNBIND on reply_ep for connection id (a UCX callback): if reply_ep is
+ * the connection's endpoint, nothing arrives on it for the connection from
+ * now on. */
+void hixl_served_unbind(hixl_engine_t *engine, uint64_t id,
+                        ucp_ep_h reply_ep);
 
 void hixl_served_cleanup(hixl_engine_t *engine);
 

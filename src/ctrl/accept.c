@@ -109,6 +109,9 @@ static hixl_status_t hixl_send_hello_ack(hixl_engine_t *engine,
     ack.u.hello_ack.max_streams = engine->opts.max_streams;
     ack.u.hello_ack.max_layers  = engine->opts.max_layers;
     ack.u.hello_ack.conn        = peer->conn_id;
+    ack.u.hello_ack.pid         = (uint32_t)getpid();
+    ack.u.hello_ack.ident       = (uint64_t)(uintptr_t)&engine->instance;
+    ack.u.hello_ack.instance    = engine->instance;
     if (hs->auth_state == HIXL_AUTH_DONE) {
         if (hixl_auth_mac(engine->opts.secret, "listener", hs->nonce_remote,
                           hs->nonce_local, engine->name.canon, peer->name,

@@ -6,10 +6,13 @@
 #include "config.h"
 #include "ctrl/ctrl.h"
 #include "core/am_xfer.h"
+#include "core/cma.h"
+#include "core/ucx_tls.h"
 #include "util/args.h"
 #include "util/clock.h"
 #include "util/log.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -77,6 +80,34 @@ static int hixl_check_proof(hixl_engine_t *engine, hixl_peer_t *peer,
     return 0;
 }
 
+/* Whether this engine may copy straight into the listener's memory
+ * (core/cma.h): same host, a transport list that allows it, and the pid it
+ * gave really is the listener. */
+static void hixl_connect_cma(hixl_engine_t *engine, hixl_peer_t *peer,
+                             const ctrl_msg_t *msg)
+{
+    static const char *const cma[] = {"cma", "sm"};
+    int err;
+
+    peer->cma_pid = 0;
+    if (!peer->same_host || (engine->opts.data_path == HIXL_DATA_PATH_RMA) ||
+        (engine->opts.data_path == HIXL_DATA_PATH_AM) ||
+        !hixl_ucx_tls_allows(cma, sizeof(cma) / sizeof(cma[0]))) {
+        return;
+    }
+    err = hixl_cma_probe((pid_t)msg->u.hello_ack.pid, msg->u.hello_ack.ident,
+                         msg->u.hello_ack.instance);
+    if (err != 0) {
+        hixl_log_info("%s: no same-host copies (process %u: %s); library "
+                      "messages carry what UCX cannot put", peer->name,
+                      msg->u.hello_ack.pid, (err == ESTALE) ?
+                      "another process, or another pid namespace" :
+                      strerror(err));
+        return;
+    }
+    peer->cma_pid = (pid_t)msg->u.hello_ack.pid;
+}
+
 static int hixl_on_hello_ack(hixl_engine_t *engine, hixl_peer_t *peer,
                              const ctrl_msg_t *msg)
 {
@@ -108,6 +139,7 @@ static int hixl_on_hello_ack(hixl_engine_t *engine, hixl_peer_t *peer,
     peer->same_host = (host->len == strlen(engine->host_id)) &&
                       !memcmp(host->ptr, engine->host_id, host->len);
     peer->conn_id   = msg->u.hello_ack.conn;
+    hixl_connect_cma(engine, peer, msg);
     if (hixl_peer_ep_create(engine, peer, msg->u.hello_ack.worker_addr.ptr,
                             msg->u.hello_ack.worker_addr.len) !=
         HIXL_SUCCESS) {

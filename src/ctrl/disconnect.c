@@ -9,10 +9,38 @@
 #include "util/clock.h"
 #include "util/log.h"
 
+#define HIXL_DISCONNECT_SETTLE_MIN_NS  2000000ull   /* 2 ms */
+#define HIXL_DISCONNECT_SETTLE_MAX_NS 20000000ull   /* 20 ms */
+
 typedef struct hixl_disconnect_wait {
     hixl_flush_wait_t fw;     /* our flush */
     hixl_peer_t      *peer;
 } hixl_disconnect_wait_t;
+
+static int hixl_disconnect_unbound(void *arg)
+{
+    hixl_disconnect_wait_t *w = arg;
+
+    return hixl_retire_done(w->peer->engine, w->peer->retire_id);
+}
+
+/*
+ * The endpoint is closed; UCX lets its transport endpoints go (a tcp
+ * socket: once the other side's close came in too) in later progress
+ * calls.  Give it those, briefly, so that what this connection held is
+ * gone when hixl_disconnect returns rather than some time after.
+ */
+static void hixl_disconnect_settle(hixl_engine_t *engine)
+{
+    uint64_t start = hixl_now_ns(), now = start;
+    unsigned idle  = 0;
+
+    while (((idle < 2) || (now - start < HIXL_DISCONNECT_SETTLE_MIN_NS)) &&
+           (now - start < HIXL_DISCONNECT_SETTLE_MAX_NS)) {
+        idle = (hixl_progress_ucx(engine) == 0) ? idle + 1 : 0;
+        now  = hixl_now_ns();
+    }
+}
 
 static int hixl_disconnect_drained(void *arg)
 {
@@ -53,6 +81,7 @@ hixl_status_t hixl_disconnect(hixl_engine_t *engine, const char *remote_engine,
     hixl_disconnect_wait_t wait;
     hixl_peer_t *peer;
     hixl_status_t status;
+    uint64_t deadline;
 
     status = hixl_check_remote_timeout(engine, remote_engine, timeout_ms);
     if (status != HIXL_SUCCESS) {
@@ -68,16 +97,17 @@ hixl_status_t hixl_disconnect(hixl_engine_t *engine, const char *remote_engine,
     }
     peer->app_owned = 0;   /* ended by the application: nothing owed */
     hixl_peer_retain(peer);
+    deadline  = hixl_deadline_ns(timeout_ms);
+    wait.peer = peer;
     if (peer->epf != NULL) {
         /* Let what is in flight finish, within the timeout: our own flush
          * covers every operation posted so far, and the transfers' own
          * completions (their shared flushes, device work) must have come
          * in too, or they would be failed by the close below although
          * their data landed. */
-        wait.peer = peer;
         hixl_flush_wait_start(engine, peer, &wait.fw);
-        if (!hixl_engine_wait_busy(engine, hixl_deadline_ns(timeout_ms),
-                                   hixl_disconnect_drained, &wait)) {
+        if (!hixl_engine_wait_busy(engine, deadline, hixl_disconnect_drained,
+                                   &wait)) {
             status = hixl_error(HIXL_TIMEOUT, "disconnect from %s: "
                                 "transfers still in flight after %d ms "
                                 "were failed", peer->name, (int)timeout_ms);
@@ -86,6 +116,13 @@ hixl_status_t hixl_disconnect(hixl_engine_t *engine, const char *remote_engine,
     /* also settles our flush waiter if it is still queued */
     hixl_peer_close(engine, peer, HIXL_NOT_CONNECTED,
                     "disconnected by the application");
+    /* the other side closes its endpoint of it, then ours goes
+     * (core/ep_retire.h); what is left of the timeout bounds the wait */
+    if (peer->retire_id != 0) {
+        hixl_engine_wait_busy(engine, deadline, hixl_disconnect_unbound,
+                              &wait);
+        hixl_disconnect_settle(engine);
+    }
     hixl_peer_release(peer);
     pthread_mutex_unlock(&engine->lock);
     return status;

@@ -499,28 +499,33 @@ void hixl_memory_cleanup(hixl_engine_t *engine)
 /*
  * How transfers reach a remote host region (core/am_xfer.h): UCX puts and
  * gets where they are real (UCX maps the memory here, ucp_rkey_ptr: shared
- * memory it allocated; or the endpoint has RDMA lanes), the library's own
- * messages where UCX would emulate them with messages whose handler aborts
- * the target when this engine dies (tcp), or fill a shared-memory queue
- * that a death can block for good (memory UCX did not allocate).
- * hixl.DataPath forces either.
+ * memory it allocated; or the endpoint has RDMA lanes).  Elsewhere UCX
+ * would emulate them with messages, whose handler aborts the target when
+ * this engine dies (tcp) or which fill a shared-memory queue that a death
+ * can block for good (memory UCX did not allocate): kernel copies to a
+ * process of this host that allows them (core/cma.h), else the library's
+ * own messages.  hixl.DataPath forces one.
  */
-static int hixl_rregion_via_am(hixl_engine_t *engine, hixl_peer_t *peer,
-                               hixl_rregion_t *rr)
+static hixl_rpath_t hixl_rregion_path(hixl_engine_t *engine,
+                                      hixl_peer_t *peer, hixl_rregion_t *rr)
 {
+    hixl_rpath_t other = peer->cma_pid ? HIXL_RPATH_CMA : HIXL_RPATH_AM;
     void *mapped;
 
     if ((rr->mem_type != HIXL_MEM_HOST) || (rr->rkey == NULL)) {
-        return 0;   /* device memory has paths of its own */
+        return HIXL_RPATH_UCX;   /* device memory has paths of its own */
     }
     switch (engine->opts.data_path) {
     case HIXL_DATA_PATH_RMA:
-        return 0;
+        return HIXL_RPATH_UCX;
     case HIXL_DATA_PATH_AM:
-        return 1;
+        return HIXL_RPATH_AM;
+    case HIXL_DATA_PATH_CMA:
+        return other;
     default:
-        return !peer->ep_rdma &&
-               (ucp_rkey_ptr(rr->rkey, rr->range.addr, &mapped) != UCS_OK);
+        return (peer->ep_rdma ||
+                (ucp_rkey_ptr(rr->rkey, rr->range.addr, &mapped) == UCS_OK)) ?
+               HIXL_RPATH_UCX : other;
     }
 }
 
@@ -584,7 +589,7 @@ static int hixl_on_mem_add(hixl_engine_t *engine, hixl_peer_t *peer,
             goto free;
         }
     }
-    rr->via_am = hixl_rregion_via_am(engine, peer, rr);
+    rr->path = hixl_rregion_path(engine, peer, rr);
     status = hixl_rtable_insert(&peer->rtab, rr,
                                 engine->opts.max_remote_regions);
     if (status == HIXL_SUCCESS) {

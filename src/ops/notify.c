@@ -285,8 +285,10 @@ static hixl_status_t hixl_notify_outcome(hixl_peer_t *peer,
         return hixl_error(HIXL_RESOURCE_EXHAUSTED, "notify to %s refused: its "
                           "notify queue is full", peer->name);
     case HIXL_NOTIFY_FAILED:
-        return hixl_error(HIXL_NOTIFY_FAILED, "notify to %s: connection "
-                          "closed: %s", peer->name, peer->close_reason);
+        /* like a transfer in flight when its connection ends */
+        return hixl_error(HIXL_FAILED, "notify to %s: the connection closed "
+                          "before it was queued there: %s", peer->name,
+                          peer->close_reason);
     default:
         return hixl_error(waiter->status, "notify to %s refused: %s",
                           peer->name, hixl_strerror(waiter->status));
@@ -327,7 +329,7 @@ hixl_status_t hixl_send_notify(hixl_engine_t *engine, const char *remote,
     msg.u.notify.msg  = ctrl_bytes(notify->msg, notify->msg_len);
     status = hixl_ctrl_send(peer, &msg);
     if (status != HIXL_SUCCESS) {
-        status = hixl_error(HIXL_NOTIFY_FAILED, "notify to %s: %s", peer->name,
+        status = hixl_error(HIXL_FAILED, "notify to %s: %s", peer->name,
                             hixl_error_message());
         goto out;
     }

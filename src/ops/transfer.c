@@ -20,6 +20,7 @@
 #include "ops/memory.h"
 #include "ops/notify.h"
 #include "core/am_xfer.h"
+#include "core/cma.h"
 #include "device/device_path.h"
 #include "util/args.h"
 #include "util/array.h"
@@ -47,7 +48,8 @@ struct hixl_xfer {
 typedef struct hixl_xfer_plan {
     hixl_xfer_slot_t *slots;
     int               all_host;      /* no descriptor needs device/ */
-    int               any_am;        /* one goes by library messages */
+    int               any_lib;       /* one goes by the library's own
+                                        messages or copies */
     int               remote_miss;   /* a remote range not in the table:
                                         the peer may have to be asked */
 } hixl_xfer_plan_t;
@@ -106,7 +108,7 @@ static hixl_status_t hixl_xfer_resolve(hixl_engine_t *engine,
     s->path = HIXL_PATH_UCX;
     if ((s->local->type == HIXL_MEM_HOST) &&
         (s->remote->mem_type == HIXL_MEM_HOST)) {
-        plan->any_am |= s->remote->via_am;
+        plan->any_lib |= (s->remote->path != HIXL_RPATH_UCX);
         return HIXL_SUCCESS;
     }
     /* device memory on either side: some path must carry it, or the
@@ -134,7 +136,7 @@ static hixl_status_t hixl_xfer_validate(hixl_engine_t *engine,
     }
     plan->slots       = x->slots;
     plan->all_host    = 1;
-    plan->any_am      = 0;
+    plan->any_lib     = 0;
     plan->remote_miss = 0;
     for (i = 0; i < num_descs; ++i) {
         if (descs[i].len == 0) {
@@ -179,6 +181,18 @@ static ucs_status_t hixl_xfer_rma(hixl_peer_t *peer, hixl_transfer_op_t op,
     return UCS_OK;
 }
 
+static ucs_status_t hixl_xfer_cma(hixl_peer_t *peer, hixl_request_t *req,
+                                  const hixl_transfer_op_desc_t *d)
+{
+    if (hixl_cma_copy(peer->cma_pid, req->op == HIXL_WRITE,
+                      (void*)(uintptr_t)d->local_addr, d->remote_addr,
+                      d->len) != HIXL_SUCCESS) {
+        hixl_req_fail(req, HIXL_FAILED, "%s", hixl_error_message());
+        return UCS_ERR_IO_ERROR;
+    }
+    return UCS_OK;
+}
+
 static void hixl_xfer_rma_failed(hixl_request_t *req, size_t i,
                                  ucs_status_t ustatus)
 {
@@ -187,15 +201,19 @@ static void hixl_xfer_rma_failed(hixl_request_t *req, size_t i,
                   ucs_status_string(ustatus));
 }
 
-/* A host descriptor of a request: by the library's messages where the
- * remote region asks for them, else a UCX put or get. */
+/* A host descriptor of a request: a UCX put or get, a kernel copy, or the
+ * library's messages, as the remote region asks (ops/memory.c). */
 static ucs_status_t hixl_xfer_host(hixl_engine_t *engine, hixl_peer_t *peer,
                                    hixl_request_t *req,
                                    const hixl_transfer_op_desc_t *d,
                                    const hixl_xfer_slot_t *s)
 {
-    if (!s->remote->via_am) {
+    if (s->remote->path == HIXL_RPATH_UCX) {
         return hixl_xfer_rma(peer, req->op, d, s);
+    }
+    if (s->remote->path == HIXL_RPATH_CMA) {
+        /* done when it returns: nothing for the flush to wait for */
+        return hixl_xfer_cma(peer, req, d);
     }
     if (req->op == HIXL_WRITE) {
         return hixl_am_write(engine, peer->chan, req,
@@ -433,7 +451,7 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
      * counts only after, and only if it is still in flight: until this
      * returns, engine->lock keeps the peer alive, and our own hold keeps
      * any completion from dropping those counts before we took them. */
-    if (plan.all_host && !plan.any_am && (notify == NULL)) {
+    if (plan.all_host && !plan.any_lib && (notify == NULL)) {
         /* The puts go out first, and the request (available, checked
          * above; we are its only taker) is filled in after them, off the
          * path a waiting peer sees. */
@@ -457,7 +475,7 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
     req->peer = peer;
     if (ustatus != UCS_OK) {
         hixl_xfer_rma_failed(req, failed_at, ustatus);
-    } else if (!plan.all_host || plan.any_am || (notify != NULL)) {
+    } else if (!plan.all_host || plan.any_lib || (notify != NULL)) {
         hixl_xfer_post(engine, peer, req, descs, num_descs, &plan);
     }
     /* what was posted is flushed, after a failure too: it must be done

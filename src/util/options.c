@@ -48,7 +48,7 @@ static const char *const hixl_device_path_names[] = { /* hixl_device_path_t */
     "auto", "ipc", "nic", "staging", NULL
 };
 static const char *const hixl_data_path_names[] = {   /* hixl_data_path_t */
-    "auto", "rma", "am", NULL
+    "auto", "rma", "am", "cma", NULL
 };
 
 static const hixl_opt_row_t hixl_opt_table[] = {
@@ -128,11 +128,13 @@ static const hixl_opt_row_t hixl_opt_table[] = {
     {"hixl.DataPath", "HIXL_DATA_PATH", HIXL_OPT_ENUM, "auto", 0, 0, 0,
      OFF(data_path),
      "How transfers move: rma (UCX puts and gets, completion by endpoint "
-     "flush), am (library messages the target checks and acknowledges), or "
-     "auto: rma where UCX has native remote-memory lanes to the peer "
-     "(shared memory, CMA, RDMA), am where it would emulate puts with "
-     "messages (tcp), whose handler aborts the target if the initiator "
-     "dies mid-put", hixl_data_path_names},
+     "flush), am (library messages the target checks and acknowledges), "
+     "cma (kernel copies straight into a peer on this host, where UCX_TLS "
+     "and the system allow them; am elsewhere), or auto: rma where UCX "
+     "maps the peer's memory or has RDMA lanes to it, cma to a peer on "
+     "this host otherwise, am elsewhere (tcp, where UCX would emulate puts "
+     "with messages whose handler aborts the target if the initiator dies "
+     "mid-put)", hixl_data_path_names},
     {"hixl.PeerTimeoutMs", "HIXL_PEER_TIMEOUT_MS", HIXL_OPT_INT, "10000",
      1000, 3600000, 0, OFF(peer_timeout_ms),
      "How long a silent peer stays connected: its control connection's "

@@ -29,7 +29,8 @@ typedef enum hixl_device_path {
 typedef enum hixl_data_path {
     HIXL_DATA_PATH_AUTO,
     HIXL_DATA_PATH_RMA,
-    HIXL_DATA_PATH_AM
+    HIXL_DATA_PATH_AM,
+    HIXL_DATA_PATH_CMA
 } hixl_data_path_t;
 
 typedef enum hixl_opt_source {

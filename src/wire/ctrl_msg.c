@@ -39,7 +39,8 @@ static const ctrl_field_t ctrl_f_hello_ack[] = {
     F_B(hello_ack, worker_addr, CTRL_MAX_ADDR),
     F_B(hello_ack, host, CTRL_MAX_NAME), F_U32(hello_ack, max_streams),
     F_U32(hello_ack, max_layers), F_B(hello_ack, proof, CTRL_MAX_AUTH),
-    F_U64(hello_ack, conn)};
+    F_U64(hello_ack, conn), F_U32(hello_ack, pid), F_U64(hello_ack, ident),
+    F_U64(hello_ack, instance)};
 static const ctrl_field_t ctrl_f_mem_add[] = {
     F_U64(mem_add, id), F_U64(mem_add, addr), F_U64(mem_add, len),
     F_U32(mem_add, mem_type), F_B(mem_add, rkey, CTRL_MAX_RKEY),

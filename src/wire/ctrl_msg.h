@@ -81,6 +81,11 @@ typedef struct ctrl_msg {
             ctrl_bytes_t proof;        /* listener's MAC, when authenticated */
             uint64_t     conn;         /* the connection's id: BIND names it
                                           (core/served.h) */
+            /* same-host copies (core/cma.h): the listener's process, and
+             * where in it its instance id can be read to prove it */
+            uint32_t     pid;
+            uint64_t     ident;
+            uint64_t     instance;
         } hello_ack;
         struct {
             uint64_t     id;

@@ -1,0 +1,393 @@
+/*
+ * Retiring UCX endpoints (ep_retire.h).
+ */
+#include "config.h"
+#include "core/ep_retire.h"
+#include "core/am_xfer.h"
+#include "core/engine.h"
+#include "core/peer.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct hixl_retire {
+    hixl_retire_t *next;
+    hixl_engine_t *engine;
+    uint64_t       id;            /* UNBIND's cookie, echoed in the ACK */
+    ucp_ep_h       ep;
+    hixl_ep_err_t *err;
+    int            unbind;        /* an answer is awaited */
+    uint64_t       deadline_ns;   /* for the answer, from the flush's end */
+    /* under the list's lock: */
+    int            answered;
+    int            flushed;       /* 1 done, -1 done with an error */
+    /* the list's and the flush's (whichever ends last frees it) */
+    atomic_int     refs;
+    char           name[HIXL_ENGINE_NAME_MAX + 1];
+};
+
+/* A served endpoint being retired: one flush each, however many messages
+ * of its ended connection still arrive meanwhile. */
+struct hixl_reply_retire {
+    hixl_reply_retire_t *next;
+    hixl_engine_t       *engine;
+    ucp_ep_h             ep;
+};
+
+static void hixl_retire_release(hixl_retire_t *r)
+{
+    if (atomic_fetch_sub(&r->refs, 1) == 1) {
+        free(r);
+    }
+}
+
+/* ---- connector ---------------------------------------------------------------- */
+
+static void hixl_retire_flushed(void *request, ucs_status_t status,
+                                void *user_data)
+{
+    hixl_retire_t *r  = user_data;
+    hixl_retires_t *l = &r->engine->retires;
+
+    ucp_request_free(request);
+    pthread_mutex_lock(&l->lock);
+    r->flushed     = (status == UCS_OK) ? 1 : -1;
+    r->deadline_ns = hixl_deadline_ns(HIXL_RETIRE_WAIT_MS);
+    pthread_mutex_unlock(&l->lock);
+    hixl_retire_release(r);
+}
+
+/* Flush r's endpoint; its completion marks r (at once if nothing is out). */
+static void hixl_retire_flush(hixl_retire_t *r)
+{
+    ucp_request_param_t param;
+    ucs_status_ptr_t sp;
+
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                         UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send      = hixl_retire_flushed;
+    param.user_data    = r;
+    sp = ucp_ep_flush_nbx(r->ep, &param);
+    if (!UCS_PTR_IS_PTR(sp)) {
+        r->flushed     = UCS_PTR_IS_ERR(sp) ? -1 : 1;
+        r->deadline_ns = hixl_deadline_ns(HIXL_RETIRE_WAIT_MS);
+        hixl_retire_release(r);   /* no callback will come */
+    }
+}
+
+uint64_t hixl_retire_start(hixl_engine_t *engine, ucp_ep_h ep,
+                           hixl_ep_err_t *err, uint64_t conn, int unbind,
+                           const char *name)
+{
+    hixl_retires_t *l = &engine->retires;
+    hixl_retire_t *r  = calloc(1, sizeof(*r));
+    hixl_am_hdr_t h;
+
+    if (r == NULL) {   /* no memory: a forced close, whatever it meets */
+        hixl_ep_close_now(ep, err, 1, name);
+        hixl_ep_err_release(err);
+        return 0;
+    }
+    atomic_init(&r->refs, 2);
+    r->engine = engine;
+    r->ep     = ep;
+    r->err    = err;
+    r->unbind = unbind;
+    snprintf(r->name, sizeof(r->name), "%s", name);
+    pthread_mutex_lock(&l->lock);
+    r->id   = ++l->next_id;
+    r->next = l->head;
+    l->head = r;
+    atomic_fetch_add(&l->count, 1);
+    if (unbind) {
+        hixl_am_hdr_init(&h);
+        h.conn   = conn;
+        h.cookie = r->id;
+        h.flags  = HIXL_AM_FLAG_ERR_PEER;
+        hixl_am_send_small(engine, ep, HIXL_AM_UNBIND, &h, NULL, 0,
+                           UCP_AM_SEND_FLAG_REPLY, NULL, NULL);
+    }
+    /* under the lock: its completion may come from another thread's
+     * progress at once */
+    hixl_retire_flush(r);
+    pthread_mutex_unlock(&l->lock);
+    hixl_progress_kick(engine);
+    return r->id;
+}
+
+int hixl_retire_done(hixl_engine_t *engine, uint64_t id)
+{
+    hixl_retires_t *l = &engine->retires;
+    hixl_retire_t *r;
+    int found = 0;
+
+    if ((id == 0) || (atomic_load(&l->count) == 0)) {
+        return 1;
+    }
+    pthread_mutex_lock(&l->lock);
+    for (r = l->head; (r != NULL) && !found; r = r->next) {
+        found = (r->id == id);
+    }
+    pthread_mutex_unlock(&l->lock);
+    return !found;
+}
+
+/* Whether r's endpoint may be force-closed now (the list's lock held). */
+static int hixl_retire_due(const hixl_retire_t *r, uint64_t now)
+{
+    if (hixl_ep_err_status(r->err) != UCS_OK) {
+        return 1;   /* UCX's error path owns the endpoint's state */
+    }
+    if (r->flushed == 0) {
+        return 0;   /* its queue may be blocked (fact 3) */
+    }
+    return !r->unbind || r->answered || (r->flushed < 0) ||
+           (now >= r->deadline_ns);
+}
+
+/* Take out of the list those whose endpoint may close now, for closing
+ * without the list's lock. */
+static hixl_retire_t *hixl_retire_take_due(hixl_retires_t *l)
+{
+    hixl_retire_t **pp, *r, *out = NULL;
+    uint64_t now = hixl_now_ns();
+
+    pthread_mutex_lock(&l->lock);
+    for (pp = &l->head; (r = *pp) != NULL;) {
+        if (!hixl_retire_due(r, now)) {
+            pp = &r->next;
+            continue;
+        }
+        if (r->unbind && !r->answered) {
+            hixl_log_info("%s: no answer to UNBIND%s; closing the endpoint "
+                          "alone", r->name,
+                          (hixl_ep_err_status(r->err) != UCS_OK) ?
+                          " (UCX reported an error on it)" : "");
+        }
+        *pp     = r->next;
+        r->next = out;
+        out     = r;
+        atomic_fetch_sub(&l->count, 1);
+    }
+    pthread_mutex_unlock(&l->lock);
+    return out;
+}
+
+static unsigned hixl_retire_progress(hixl_engine_t *engine)
+{
+    hixl_retire_t *r, *next;
+    unsigned n = 0;
+
+    if (atomic_load(&engine->retires.count) == 0) {
+        return 0;
+    }
+    for (r = hixl_retire_take_due(&engine->retires); r != NULL; r = next) {
+        next = r->next;
+        /* a flush still out (UCX's error cut it short) is called back
+         * from the close, and finds r: it holds its own reference */
+        hixl_ep_close_now(r->ep, r->err, 1, r->name);
+        hixl_ep_err_release(r->err);
+        hixl_retire_release(r);
+        ++n;
+    }
+    return n;
+}
+
+void hixl_retire_cleanup(hixl_engine_t *engine)
+{
+    hixl_retires_t *l = &engine->retires;
+    hixl_reply_retire_t *rr;
+    hixl_retire_t *r, *next;
+
+    while ((rr = l->replies) != NULL) {   /* flushes the destroy ended */
+        l->replies = rr->next;
+        free(rr);
+    }
+    pthread_mutex_lock(&l->lock);
+    r       = l->head;
+    l->head = NULL;
+    atomic_store(&l->count, 0);
+    pthread_mutex_unlock(&l->lock);
+    for (; r != NULL; r = next) {
+        next = r->next;
+        /* the worker's destroy called back a flush still out (or it is
+         * never freed: better than freed too early) */
+        hixl_ep_err_release(r->err);
+        hixl_retire_release(r);
+    }
+}
+
+static ucs_status_t hixl_retire_on_ack(void *arg, const void *header,
+                                       size_t header_length, void *data,
+                                       size_t length,
+                                       const ucp_am_recv_param_t *param)
+{
+    hixl_engine_t *engine  = arg;
+    const hixl_am_hdr_t *h = hixl_am_hdr_check(header, header_length);
+    hixl_retires_t *l      = &engine->retires;
+    hixl_retire_t *r;
+
+    if (h == NULL) {
+        return UCS_OK;
+    }
+    /* the endpoint is closed later, from progress: UCX is inside a
+     * receive on it now */
+    pthread_mutex_lock(&l->lock);
+    for (r = l->head; r != NULL; r = r->next) {
+        if (r->id == h->cookie) {
+            r->answered = 1;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&l->lock);
+    return UCS_OK;
+}
+
+/* ---- listener ----------------------------------------------------------------- */
+
+static void hixl_retire_req_free(void *request, ucs_status_t status,
+                                 void *user_data)
+{
+    ucp_request_free(request);
+}
+
+static void hixl_retire_force(ucp_ep_h ep)
+{
+    ucp_request_param_t cp;
+    ucs_status_ptr_t sp;
+
+    memset(&cp, 0, sizeof(cp));
+    cp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK;
+    cp.flags        = UCP_EP_CLOSE_FLAG_FORCE;
+    cp.cb.send      = hixl_retire_req_free;
+    sp = ucp_ep_close_nbx(ep, &cp);
+    if (UCS_PTR_IS_ERR(sp)) {
+        hixl_log_debug("closing a served endpoint: %s",
+                       ucs_status_string(UCS_PTR_STATUS(sp)));
+    }
+}
+
+/* Take ep out of the served endpoints being retired (1 if it was in). */
+static int hixl_retire_reply_unlist(hixl_retires_t *l, ucp_ep_h ep)
+{
+    hixl_reply_retire_t **pp, *rr;
+    int found = 0;
+
+    pthread_mutex_lock(&l->lock);
+    for (pp = &l->replies; (rr = *pp) != NULL; pp = &rr->next) {
+        if (rr->ep == ep) {
+            *pp   = rr->next;
+            found = 1;
+            free(rr);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&l->lock);
+    return found;
+}
+
+/* The flush of a served endpoint ended: without error, UCX has not
+ * destroyed it (a failure would have ended the flush with an error
+ * first), and its queue is empty. */
+static void hixl_retire_reply_flushed(void *request, ucs_status_t status,
+                                      void *user_data)
+{
+    hixl_reply_retire_t *rr = user_data;
+    hixl_engine_t *engine   = rr->engine;
+    ucp_ep_h ep             = rr->ep;
+
+    ucp_request_free(request);
+    hixl_retire_reply_unlist(&engine->retires, ep);
+    if (status == UCS_OK) {
+        hixl_retire_force(ep);
+    }
+}
+
+void hixl_retire_reply_ep(hixl_engine_t *engine, ucp_ep_h ep, uint64_t conn,
+                          const char *why)
+{
+    hixl_retires_t *l = &engine->retires;
+    hixl_reply_retire_t *rr;
+    ucp_request_param_t param;
+    ucs_status_ptr_t sp;
+
+    pthread_mutex_lock(&l->lock);
+    for (rr = l->replies; (rr != NULL) && (rr->ep != ep); rr = rr->next) {
+    }
+    if (rr == NULL) {
+        rr = calloc(1, sizeof(*rr));
+        if (rr != NULL) {
+            rr->engine = engine;
+            rr->ep     = ep;
+            rr->next   = l->replies;
+            l->replies = rr;
+        }
+    } else {
+        rr = NULL;   /* being retired already */
+    }
+    pthread_mutex_unlock(&l->lock);
+    if (rr == NULL) {
+        return;
+    }
+    hixl_log_debug("retiring the endpoint of connection %" PRIx64 ": %s",
+                   conn, why);
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                         UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send      = hixl_retire_reply_flushed;
+    param.user_data    = rr;
+    sp = ucp_ep_flush_nbx(ep, &param);
+    if (!UCS_PTR_IS_PTR(sp)) {
+        hixl_retire_reply_unlist(l, ep);
+        if (sp == NULL) {
+            hixl_retire_force(ep);   /* flushed already: still inside the
+                                        callback that vouches for it */
+        }
+    }
+}
+
+/* Only the connector of reply_ep can send on it: an UNBIND ends nothing
+ * but the sender's own connection. */
+static ucs_status_t hixl_retire_on_unbind(void *arg, const void *header,
+                                          size_t header_length, void *data,
+                                          size_t length,
+                                          const ucp_am_recv_param_t *param)
+{
+    hixl_engine_t *engine  = arg;
+    const hixl_am_hdr_t *h = hixl_am_hdr_check(header, header_length);
+    hixl_am_hdr_t ack;
+
+    if ((h == NULL) || !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
+        return UCS_OK;
+    }
+    hixl_served_unbind(engine, h->conn, param->reply_ep);
+    ack        = *h;
+    ack.status = HIXL_SUCCESS;
+    hixl_am_send_small(engine, param->reply_ep, HIXL_AM_UNBIND_ACK, &ack,
+                       NULL, 0, 0, NULL, NULL);
+    if (h->flags & HIXL_AM_FLAG_ERR_PEER) {   /* else UCX refuses to force */
+        /* the flush also sees the answer out before the close */
+        hixl_retire_reply_ep(engine, param->reply_ep, h->conn, "UNBIND");
+    }
+    return UCS_OK;
+}
+
+/* ---- set-up ------------------------------------------------------------------- */
+
+hixl_status_t hixl_retire_init(hixl_engine_t *engine)
+{
+    hixl_status_t status;
+
+    hixl_progress_add(engine, hixl_retire_progress);
+    status = hixl_am_set_handler(engine, engine->ucp_worker,
+                                 HIXL_AM_UNBIND_ACK, hixl_retire_on_ack);
+    if ((status == HIXL_SUCCESS) && (engine->ucp_worker_in != NULL)) {
+        status = hixl_am_set_handler(engine, engine->ucp_worker_in,
+                                     HIXL_AM_UNBIND, hixl_retire_on_unbind);
+    }
+    return status;
+}
