@@ -509,7 +509,8 @@ START_TEST(test_connect_garbage_server)
     srv.reply_len = sizeof(garbage) - 1;
     ck_assert_int_eq(pthread_create(&th, NULL, bad_server_main, &srv), 0);
 
-    hx_expect(hixl_connect(e, name, 20000), HIXL_FAILED, "magic");
+    hx_expect(hixl_connect(e, name, 20000), HIXL_FAILED,
+              "not a hixl engine: it sent \"HTTP\" (0x50545448)");
     pthread_join(th, NULL);
     close(srv.fd);
     hx_ok(hixl_finalize(e));
@@ -729,6 +730,83 @@ START_TEST(test_last_error_per_thread)
 }
 END_TEST
 
+/* The last error is that of the last *failed* call: a whole session of
+ * successful calls (two engines whose plugin cannot open, connect,
+ * transfers both ways, notifies, layer signals, disconnect from both
+ * sides, finalize) leaves it as it was, on every transport. */
+static void expect_unchanged(const char *after)
+{
+    ck_assert_msg(strcmp(hixl_last_error(), "stream is NULL") == 0,
+                  "after a successful %s the last error reads \"%s\"",
+                  after, hixl_last_error());
+}
+
+#define KEEP(_call) do { hx_ok(_call); expect_unchanged(#_call); } while (0)
+
+START_TEST(test_last_error_successful_session)
+{
+    const size_t len = 1 << 20;
+    char *a = hx_alloc_pages(len), *b = hx_alloc_pages(len);
+    hixl_transfer_op_desc_t d;
+    hixl_transfer_status_t ts;
+    hixl_notify_desc_t nd = {"n", "m", 1};
+    hixl_notify_t *got = NULL;
+    hixl_engine_t *srv, *cli;
+    hixl_mem_handle_t hs, hc;
+    const char *srv_name;
+    size_t count = 0;
+    hixl_req_t req;
+    int ready = 0;
+
+    hx_use_tls(_i);
+    /* a failed call's message, then only successful calls */
+    hx_mark_last_error();
+    /* the build's Ascend plugin, which cannot open here (no ACL runtime):
+     * an engine without it is still a success */
+    srv = hx_engine("127.0.0.1:0", "hixl.ListenEphemeral", "1",
+                    "hixl.PluginDir", HX_PLUGIN_DIR, NULL);
+    cli = hx_engine("127.0.0.1", "hixl.PluginDir", HX_PLUGIN_DIR, NULL);
+    srv_name = hixl_engine_name(srv);
+    expect_unchanged("hixl_initialize");
+    KEEP(hixl_register_mem(srv, &(hixl_mem_desc_t){(uintptr_t)a, len},
+                           HIXL_MEM_HOST, &hs));
+    KEEP(hixl_register_mem(cli, &(hixl_mem_desc_t){(uintptr_t)b, len},
+                           HIXL_MEM_HOST, &hc));
+    KEEP(hixl_connect(cli, srv_name, HX_OP_TIMEOUT_MS));
+    d.local_addr  = (uintptr_t)b;
+    d.remote_addr = (uintptr_t)a;
+    d.len         = len;
+    KEEP(hixl_transfer_sync(cli, srv_name, HIXL_WRITE, &d, 1,
+                            HX_OP_TIMEOUT_MS));
+    KEEP(hixl_transfer_async(cli, srv_name, HIXL_READ, &d, 1, NULL, &req));
+    do {
+        KEEP(hixl_get_transfer_status(cli, req, &ts));
+    } while (ts == HIXL_TRANSFER_WAITING);
+    ck_assert_int_eq(ts, HIXL_TRANSFER_COMPLETED);
+    KEEP(hixl_send_notify(cli, srv_name, &nd, HX_OP_TIMEOUT_MS));
+    KEEP(hixl_get_notifies(srv, &got, &count));
+    hixl_release_notifies(got, count);
+    KEEP(hixl_flush_layer(cli, srv_name, 0, 1, 0));
+    KEEP(hixl_wait_layer(srv, hixl_engine_name(cli), 0, 1, 0,
+                         HX_OP_TIMEOUT_MS));
+    KEEP(hixl_test_layer(srv, hixl_engine_name(cli), 0, 1, 0, &ready));
+    KEEP(hixl_disconnect(cli, srv_name, HX_OP_TIMEOUT_MS));
+    /* the server's side ended by the other: owed one SUCCESS, eventually */
+    while (hixl_disconnect(srv, hixl_engine_name(cli), 1000) !=
+           HIXL_SUCCESS) {
+        hx_mark_last_error();
+        usleep(1000);
+    }
+    expect_unchanged("hixl_disconnect of the other side");
+    KEEP(hixl_deregister_mem(srv, hs));
+    KEEP(hixl_deregister_mem(cli, hc));
+    KEEP(hixl_finalize(cli));
+    KEEP(hixl_finalize(srv));
+    hx_free_pages(a, len);
+    hx_free_pages(b, len);
+}
+END_TEST
+
 START_TEST(test_config_print_args)
 {
     hixl_option_t opt = {"hixl.MaxRequests", "zero"};
@@ -786,6 +864,8 @@ static Suite *bad_input_suite(void)
     tc = hx_tcase("diagnostics");
     tcase_add_test(tc, test_strerror_version);
     tcase_add_test(tc, test_last_error_per_thread);
+    tcase_add_loop_test(tc, test_last_error_successful_session, 0,
+                        hx_tls_count);
     tcase_add_test(tc, test_config_print_args);
     suite_add_tcase(s, tc);
     return s;

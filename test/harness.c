@@ -52,6 +52,8 @@ void hx_clear_hixl_env(void)
             break;
         }
     }
+    /* only the build tree's plugins, whatever copy is installed */
+    setenv("HIXL_PLUGIN_INSTALL_DIR", "", 1);
 }
 
 int hx_main(Suite *suite)

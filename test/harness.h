@@ -56,7 +56,10 @@ int hx_main(Suite *suite);
 TCase *hx_tcase(const char *name);
 
 /* Remove every HIXL_* variable from the environment, so the developer's
- * shell cannot change what a test sees.  hx_main() calls it. */
+ * shell cannot change what a test sees, and keep the installed plugin
+ * directory out of the search (HIXL_PLUGIN_INSTALL_DIR=""): the tests see
+ * their build tree only, before or after make install.  hx_main() calls
+ * it. */
 void hx_clear_hixl_env(void);
 
 /* ---- transports --------------------------------------------------------- */

@@ -267,6 +267,109 @@ START_TEST(test_listener_survives_all_at_once)
 }
 END_TEST
 
+/* ---- what strangers can make a listener hold -------------------------------- */
+
+/* This process's resident memory, in KiB (the victim engine lives here). */
+static long rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+
+    ck_assert_ptr_nonnull(f);
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1) {
+            break;
+        }
+    }
+    fclose(f);
+    return kib;
+}
+
+/* A header that announces a payload of len bytes of the given type. */
+static void header(uint8_t *h, uint16_t type, uint32_t len)
+{
+    memcpy(h, "HIXL", 4);
+    h[4]  = CTRL_VERSION & 0xff;
+    h[5]  = CTRL_VERSION >> 8;
+    h[6]  = type & 0xff;
+    h[7]  = type >> 8;
+    h[8]  = len & 0xff;
+    h[9]  = (len >> 8) & 0xff;
+    h[10] = (len >> 16) & 0xff;
+    h[11] = len >> 24;
+}
+
+#define PREAUTH_CONNS 32
+#define PREAUTH_PUSH  (4u << 20)   /* bytes each tries to push */
+
+/*
+ * Before a peer has said hello (and proven it, with a secret), only HELLO
+ * and AUTH_RESPONSE of their longest possible length are accepted.
+ * PREAUTH_CONNS connections each announce the largest payload the codec
+ * allows (as a HELLO, and as a type not allowed yet) and push megabytes
+ * behind it: every one is dropped at its header, and the listener's memory
+ * does not grow by what they sent (before the gate: ~16 MiB each).
+ */
+START_TEST(test_preauth_memory_bounded)
+{
+    uint8_t h[CTRL_HDR_LEN], *junk = calloc(1, PREAUTH_PUSH);
+    long before, after, grown;
+    int fds[PREAUTH_CONNS];
+    victim_t v;
+    size_t i;
+
+    ck_assert_ptr_nonnull(junk);
+    victim_start(&v);
+    victim_still_serves(&v, 40);   /* warm: what a connection costs */
+    before = rss_kib();
+    for (i = 0; i < PREAUTH_CONNS; ++i) {
+        fds[i] = hx_raw_connect(v.name);
+        header(h, (i % 2) ? CTRL_HELLO : CTRL_MEM_ADD, CTRL_MAX_PAYLOAD);
+        raw_write(fds[i], h, sizeof(h));
+        raw_write(fds[i], junk, PREAUTH_PUSH);
+    }
+    for (i = 0; i < PREAUTH_CONNS; ++i) {
+        assert_dropped(fds[i], "max-length header, then data");
+    }
+    after = rss_kib();
+    grown = after - before;
+    ck_assert_msg(grown < 8 * 1024, "%d connections that announced %u-byte "
+                  "payloads before any handshake grew the listener by %ld "
+                  "KiB (%ld -> %ld)", PREAUTH_CONNS, CTRL_MAX_PAYLOAD,
+                  grown, before, after);
+    victim_still_serves(&v, 41);
+    hx_ok(hixl_finalize(v.engine));
+    free(junk);
+}
+END_TEST
+
+#define FLOOD_CONNS 200
+
+/*
+ * More silent connections than the listener takes into a handshake at
+ * once: it stops accepting at its limit instead of holding all of them,
+ * and a real peer still gets in (its connect waits in the kernel's
+ * backlog until silent ones time out).
+ */
+START_TEST(test_silent_flood_does_not_lock_out)
+{
+    int fds[FLOOD_CONNS];
+    victim_t v;
+    size_t i;
+
+    victim_start(&v);
+    for (i = 0; i < FLOOD_CONNS; ++i) {
+        fds[i] = hx_raw_connect(v.name);
+    }
+    victim_still_serves(&v, 42);
+    for (i = 0; i < FLOOD_CONNS; ++i) {
+        close(fds[i]);
+    }
+    hx_ok(hixl_finalize(v.engine));
+}
+END_TEST
+
 /* ---- a connector facing a bad listener ------------------------------------ */
 
 typedef void (*fake_server_fn)(int fd);
@@ -387,6 +490,8 @@ int main(void)
 
     tcase_add_loop_test(tc, test_listener_survives_attack, 0, NATTACKS);
     tcase_add_test(tc, test_listener_survives_all_at_once);
+    tcase_add_test(tc, test_preauth_memory_bounded);
+    tcase_add_test(tc, test_silent_flood_does_not_lock_out);
     tcase_add_loop_test(tc, test_connector_survives_bad_listener, 0,
                         sizeof(fakes) / sizeof(fakes[0]));
     suite_add_tcase(s, tc);

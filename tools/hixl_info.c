@@ -2,7 +2,7 @@
  * hixl_info: what this libhixl-ucx sees: its version and UCX's, the UCX
  * transports and devices on this machine, the memory-type plugins it finds
  * and whether each found its device runtime, and every engine option with the
- * value it would take here (default, HIXL_* environment, or -o KEY=VALUE)
+ * value it would take here (default, HIXL_* environment, or -O KEY=VALUE)
  * and where that value comes from.
  */
 #include <hixl/hixl.h>
@@ -19,13 +19,17 @@
 static void hixl_info_usage(FILE *f)
 {
     fprintf(f, "Usage: hixl_info [-v] [-t] [-p] [-o] [-O KEY=VALUE ...]\n"
-               "  -v           versions only\n"
-               "  -t           UCX transports and devices only\n"
-               "  -p           memory-type plugins and their runtimes only\n"
-               "  -o           options only\n"
-               "  -O KEY=VALUE show options as an engine given this option "
-               "would see them\n"
-               "  -h           this help\n");
+               "What this libhixl-ucx sees on this machine (all of it when "
+               "no section is chosen):\n"
+               "  -v, --version             versions only\n"
+               "  -t, --transports          UCX transports and devices "
+               "only\n"
+               "  -p, --plugins             memory-type plugins and their "
+               "runtimes only\n"
+               "  -o, --options             options only\n"
+               "  -O, --option KEY=VALUE    show options as an engine given "
+               "this option would see them\n"
+               "  -h, --help                this help\n");
 }
 
 static void hixl_info_versions(void)
@@ -105,7 +109,17 @@ int main(int argc, char **argv)
     int want_v = 0, want_t = 0, want_p = 0, want_o = 0, c, rc = 0;
     size_t nopts = 0, i;
 
-    while ((c = getopt(argc, argv, "vtpoO:h")) != -1) {
+    static const struct option longopts[] = {
+        {"version",    no_argument,       NULL, 'v'},
+        {"transports", no_argument,       NULL, 't'},
+        {"plugins",    no_argument,       NULL, 'p'},
+        {"options",    no_argument,       NULL, 'o'},
+        {"option",     required_argument, NULL, 'O'},
+        {"help",       no_argument,       NULL, 'h'},
+        {NULL, 0, NULL, 0}
+    };
+
+    while ((c = getopt_long(argc, argv, "vtpoO:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'v': want_v = 1; break;
         case 't': want_t = 1; break;

@@ -26,6 +26,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 enum {
     HIXL_AM_BIND = 1,
@@ -66,16 +67,20 @@ static inline void hixl_am_hdr_init(hixl_am_hdr_t *h)
     h->version = HIXL_AM_VERSION;
 }
 
+/* The header of a message, copied into *buf (UCX passes it at whatever
+ * alignment it lands), or NULL when it is not one of the library's. */
 static inline const hixl_am_hdr_t *hixl_am_hdr_check(const void *header,
-                                                     size_t length)
+                                                     size_t length,
+                                                     hixl_am_hdr_t *buf)
 {
-    const hixl_am_hdr_t *h = (const hixl_am_hdr_t*)header;
-
-    if ((length != sizeof(*h)) || (h->magic != HIXL_AM_MAGIC) ||
-        (h->version != HIXL_AM_VERSION)) {
+    if (length != sizeof(*buf)) {
         return NULL;
     }
-    return h;
+    memcpy(buf, header, sizeof(*buf));
+    if ((buf->magic != HIXL_AM_MAGIC) || (buf->version != HIXL_AM_VERSION)) {
+        return NULL;
+    }
+    return buf;
 }
 
 #endif

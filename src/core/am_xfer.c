@@ -547,7 +547,8 @@ static ucs_status_t hixl_am_on_write(void *arg, const void *header,
                                      const ucp_am_recv_param_t *param)
 {
     hixl_engine_t *engine  = arg;
-    const hixl_am_hdr_t *h = hixl_am_hdr_check(header, header_length);
+    hixl_am_hdr_t hbuf;
+    const hixl_am_hdr_t *h = hixl_am_hdr_check(header, header_length, &hbuf);
     hixl_region_t *region;
     hixl_status_t status;
 
@@ -593,7 +594,8 @@ static ucs_status_t hixl_am_on_read(void *arg, const void *header,
                                     const ucp_am_recv_param_t *param)
 {
     hixl_engine_t *engine  = arg;
-    const hixl_am_hdr_t *h = hixl_am_hdr_check(header, header_length);
+    hixl_am_hdr_t hbuf;
+    const hixl_am_hdr_t *h = hixl_am_hdr_check(header, header_length, &hbuf);
     hixl_region_t *region;
     hixl_am_hdr_t a;
 
@@ -677,7 +679,8 @@ static ucs_status_t hixl_am_on_read_data(void *arg, const void *header,
                                          const ucp_am_recv_param_t *param)
 {
     hixl_engine_t *engine  = arg;
-    const hixl_am_hdr_t *h = hixl_am_hdr_check(header, header_length);
+    hixl_am_hdr_t hbuf;
+    const hixl_am_hdr_t *h = hixl_am_hdr_check(header, header_length, &hbuf);
     hixl_chan_t *chan;
 
     if ((h == NULL) || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {

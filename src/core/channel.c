@@ -241,7 +241,8 @@ static ucs_status_t hixl_chan_on_bind_ack(void *arg, const void *header,
                                           const ucp_am_recv_param_t *param)
 {
     hixl_engine_t *engine  = arg;
-    const hixl_am_hdr_t *h = hixl_am_hdr_check(header, header_length);
+    hixl_am_hdr_t hbuf;
+    const hixl_am_hdr_t *h = hixl_am_hdr_check(header, header_length, &hbuf);
     hixl_chan_t *chan;
 
     if (h == NULL) {

@@ -227,7 +227,8 @@ static ucs_status_t hixl_retire_on_ack(void *arg, const void *header,
                                        const ucp_am_recv_param_t *param)
 {
     hixl_engine_t *engine  = arg;
-    const hixl_am_hdr_t *h = hixl_am_hdr_check(header, header_length);
+    hixl_am_hdr_t hbuf;
+    const hixl_am_hdr_t *h = hixl_am_hdr_check(header, header_length, &hbuf);
     hixl_retires_t *l      = &engine->retires;
     hixl_retire_t *r;
 
@@ -358,7 +359,8 @@ static ucs_status_t hixl_retire_on_unbind(void *arg, const void *header,
                                           const ucp_am_recv_param_t *param)
 {
     hixl_engine_t *engine  = arg;
-    const hixl_am_hdr_t *h = hixl_am_hdr_check(header, header_length);
+    hixl_am_hdr_t hbuf;
+    const hixl_am_hdr_t *h = hixl_am_hdr_check(header, header_length, &hbuf);
     hixl_am_hdr_t ack;
 
     if ((h == NULL) || !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {

@@ -154,7 +154,8 @@ static ucs_status_t hixl_served_on_bind(void *arg, const void *header,
                                         const ucp_am_recv_param_t *param)
 {
     hixl_engine_t *engine  = arg;
-    const hixl_am_hdr_t *h = hixl_am_hdr_check(header, header_length);
+    hixl_am_hdr_t hbuf;
+    const hixl_am_hdr_t *h = hixl_am_hdr_check(header, header_length, &hbuf);
     hixl_served_slot_t *slot;
     hixl_am_hdr_t ack;
 

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -26,12 +27,55 @@ hixl_status_t hixl_accept_listen(hixl_engine_t *engine)
                                HIXL_POLL_LISTEN, 0);
 }
 
+/* Accepted connections still in their handshake. */
+static unsigned hixl_accept_handshakes(hixl_engine_t *engine)
+{
+    hixl_peer_t *peer;
+    unsigned n = 0;
+
+    for (peer = engine->peers.head; peer != NULL; peer = peer->next) {
+        n += !peer->outgoing && (peer->state == HIXL_PEER_HANDSHAKE);
+    }
+    return n;
+}
+
+/* Stop or resume accepting: the listening socket in the epoll set with
+ * no events, or with EPOLLIN. */
+static void hixl_accept_pause(hixl_engine_t *engine, int pause)
+{
+    struct epoll_event ev;
+
+    memset(&ev, 0, sizeof(ev));
+    ev.events   = pause ? 0 : EPOLLIN;
+    ev.data.u64 = HIXL_POLL_DATA(HIXL_POLL_LISTEN, 0);
+    if (epoll_ctl(engine->progress.epfd, EPOLL_CTL_MOD,
+                  engine->ctrl->listen_fd, &ev) == 0) {
+        engine->ctrl->accept_paused = pause;
+        hixl_log_info("%s accepting connections (%u in their handshake)",
+                      pause ? "stopped" : "resumed",
+                      hixl_accept_handshakes(engine));
+    }
+}
+
+void hixl_accept_resume_check(hixl_engine_t *engine)
+{
+    if (engine->ctrl->accept_paused &&
+        (hixl_accept_handshakes(engine) < HIXL_MAX_HANDSHAKES)) {
+        hixl_accept_pause(engine, 0);
+    }
+}
+
 static void hixl_accept_event(hixl_engine_t *engine, uint64_t key,
                               uint32_t events)
 {
+    hixl_peer_t *peer;
     int fd;
 
     for (;;) {
+        if (hixl_accept_handshakes(engine) >= HIXL_MAX_HANDSHAKES) {
+            hixl_accept_pause(engine, 1);
+            return;
+        }
         fd = accept4(engine->ctrl->listen_fd, NULL, NULL,
                      SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
@@ -49,10 +93,15 @@ static void hixl_accept_event(hixl_engine_t *engine, uint64_t key,
             continue;
         }
         hixl_sock_setup(fd, engine->opts.peer_timeout_ms);
-        if (hixl_ctrl_peer_create(engine, fd, 0, hixl_deadline_ns(
-                engine->opts.connect_timeout_ms)) == NULL) {
+        peer = hixl_ctrl_peer_create(engine, fd, 0, hixl_deadline_ns(
+                engine->opts.connect_timeout_ms));
+        if (peer == NULL) {
             close(fd);
+            continue;
         }
+        /* a stranger until it has said who it is (and proven it) */
+        hixl_conn_expect(&peer->conn, (1ull << CTRL_HELLO) |
+                                      (1ull << CTRL_AUTH_RESPONSE));
     }
 }
 
@@ -181,6 +230,7 @@ static int hixl_handshake_accept(hixl_engine_t *engine, hixl_peer_t *peer)
     }
     peer->app_owned = 1;
     hixl_ended_forget(&engine->ctrl->ended, peer->name, 0);
+    hixl_conn_expect(&peer->conn, 0);   /* known now: every message */
 
     if ((hixl_served_open(engine, peer) != HIXL_SUCCESS) ||
         (hixl_send_hello_ack(engine, peer) != HIXL_SUCCESS) ||

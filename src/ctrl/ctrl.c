@@ -83,6 +83,9 @@ static void hixl_ctrl_reap_handshakes(hixl_engine_t *engine, uint64_t now)
                             "%d ms", engine->opts.connect_timeout_ms);
         }
     }
+    if (engine->ctrl->listen_fd >= 0) {
+        hixl_accept_resume_check(engine);
+    }
 }
 
 static hixl_status_t hixl_ctrl_auto_connect(hixl_engine_t *engine,

@@ -32,6 +32,12 @@
 
 #define HIXL_HELLO_FLAG_LISTENING 1u
 #define HIXL_MAX_PEERS            4096
+/* Accepted connections still in their handshake at once: beyond it the
+ * listener stops accepting (the kernel's backlog holds the rest, their
+ * connects wait) until some finish or time out.  With the per-connection
+ * receive gate (wire/ctrl_conn.h) this bounds what strangers can make a
+ * listener hold: about 64 KiB each. */
+#define HIXL_MAX_HANDSHAKES       64
 
 typedef enum hixl_auth_state {
     HIXL_AUTH_NONE,        /* no challenge sent or received (yet) */
@@ -53,6 +59,7 @@ struct hixl_handshake {
 
 struct hixl_ctrl {
     int               listen_fd;
+    int               accept_paused;   /* HIXL_MAX_HANDSHAKES reached */
     hixl_ctrl_rule_t  rules[CTRL_MSG_TYPE_LAST];
     hixl_ended_list_t ended;
 };
@@ -76,6 +83,9 @@ void hixl_ctrl_send_auth(hixl_peer_t *peer, uint16_t type, const void *data,
 /* ---- accept.c ---- */
 void hixl_accept_init(hixl_engine_t *engine);
 hixl_status_t hixl_accept_listen(hixl_engine_t *engine);
+/* Accept again if accepting was stopped at HIXL_MAX_HANDSHAKES and fewer
+ * are in their handshake now (periodic work, engine->lock held). */
+void hixl_accept_resume_check(hixl_engine_t *engine);
 
 /* ---- connect.c ---- */
 void hixl_connect_init(hixl_engine_t *engine);

@@ -24,6 +24,7 @@ static void hixl_dev_open_plugins(hixl_engine_t *engine, hixl_dev_t *dev)
     const hixl_plugin_t *p;
     hixl_dev_plugin_t *dp;
     hixl_mem_params_t params;
+    hixl_error_saved_t saved;
     char rt[512];
     size_t n = 0;
 
@@ -52,12 +53,15 @@ static void hixl_dev_open_plugins(hixl_engine_t *engine, hixl_dev_t *dev)
         params.host    = &hixl_mem_host;
         params.runtime = hixl_plugin_opt_lookup(engine->opts.plugin_runtime,
                                                 p->name, rt, sizeof(rt));
+        /* an engine without the plugin is still a success */
+        hixl_error_save(&saved);
         if (p->ops->open(&params, &dp->ctx) != HIXL_SUCCESS) {
             dp->ctx = NULL;
             snprintf(dp->why, sizeof(dp->why), "%s", hixl_error_message());
             hixl_log_info("memory-type plugin %s unavailable: %s", p->name,
                           dp->why);
         }
+        hixl_error_restore(&saved);
     }
 }
 
@@ -82,7 +86,8 @@ hixl_status_t hixl_dev_init(hixl_engine_t *engine)
     engine->rdev_put = hixl_dev_rdev_put;
     hixl_progress_add(engine, hixl_dev_progress);
     if (strcmp(engine->opts.plugins, "none")) {
-        hixl_plugins_scan(engine->opts.plugin_dir);
+        hixl_plugins_scan(engine->opts.plugin_dir,
+                          engine->opts.plugin_install_dir);
         hixl_dev_open_plugins(engine, dev);
     }
     return HIXL_SUCCESS;

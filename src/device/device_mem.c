@@ -16,11 +16,15 @@
 static void hixl_dev_reason(char *buf, size_t len, const char *name,
                             const char *why)
 {
-    size_t used = strlen(buf);
+    size_t used = strlen(buf), nlen = strlen(name);
 
+    /* a plugin's own message may start with its name already */
+    if ((strncmp(why, name, nlen) == 0) && (why[nlen] == ':')) {
+        name = "";
+    }
     if (used + 4 < len) {
-        snprintf(buf + used, len - used, "%s%s: %s", used ? "; " : "", name,
-                 why);
+        snprintf(buf + used, len - used, "%s%s%s%s", used ? "; " : "", name,
+                 *name ? ": " : "", why);
     }
 }
 

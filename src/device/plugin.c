@@ -21,10 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef HIXL_PLUGIN_INSTALL_DIR
-#define HIXL_PLUGIN_INSTALL_DIR ""
-#endif
-
 static pthread_mutex_t hixl_plugins_lock = PTHREAD_MUTEX_INITIALIZER;
 static hixl_plugin_t  *hixl_plugins;
 static char            hixl_plugins_dirs[2048];
@@ -178,13 +174,14 @@ static void hixl_plugins_scan_dir(const char *dir)
     free(names);
 }
 
-void hixl_plugins_scan(const char *dirs)
+void hixl_plugins_scan(const char *dirs, const char *install_dir)
 {
     char list[sizeof(hixl_plugins_dirs)], *dir, *save = NULL;
 
-    snprintf(list, sizeof(list), "%s%s%s", dirs ? dirs : "",
-             (dirs && *dirs && *HIXL_PLUGIN_INSTALL_DIR) ? ":" : "",
-             HIXL_PLUGIN_INSTALL_DIR);
+    dirs        = dirs ? dirs : "";
+    install_dir = install_dir ? install_dir : "";
+    snprintf(list, sizeof(list), "%s%s%s", dirs,
+             (*dirs && *install_dir) ? ":" : "", install_dir);
     pthread_mutex_lock(&hixl_plugins_lock);
     snprintf(hixl_plugins_dirs, sizeof(hixl_plugins_dirs), "%s", list);
     for (dir = strtok_r(list, ":", &save); dir != NULL;
@@ -277,7 +274,7 @@ hixl_status_t hixl_plugin_print(FILE *stream, const hixl_option_t *options,
     if (status != HIXL_SUCCESS) {
         return status;
     }
-    hixl_plugins_scan(opts.plugin_dir);
+    hixl_plugins_scan(opts.plugin_dir, opts.plugin_install_dir);
     hixl_plugins_searched(dirs, sizeof(dirs));
     fprintf(stream, "# memory-type plugins (ABI %d), searched in %s:\n",
             HIXL_MEM_PLUGIN_ABI_VERSION, dirs);

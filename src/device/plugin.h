@@ -5,7 +5,8 @@
  *
  * Search order: the directories of hixl.PluginDir / HIXL_PLUGIN_DIR
  * (':'-separated), then the installation's plugin directory
- * (HIXL_PLUGIN_INSTALL_DIR, $(pkglibdir)).  Every file named
+ * (hixl.PluginInstallDir / HIXL_PLUGIN_INSTALL_DIR, by default
+ * $(pkglibdir); empty: none).  Every file named
  * hixl_mem_<name>.so is a candidate; the first module of a name wins.
  */
 #ifndef HIXL_PLUGIN_H_
@@ -23,10 +24,10 @@ typedef struct hixl_plugin {
     char                         why[256];  /* rejected or shadowed */
 } hixl_plugin_t;
 
-/* Scan dirs (may be NULL or "") and the install directory; modules seen
- * before are not loaded again.  Never fails: problems are recorded per
- * module and shown by hixl_plugin_print. */
-void hixl_plugins_scan(const char *dirs);
+/* Scan dirs (may be NULL or "") and then install_dir (the same); modules
+ * seen before are not loaded again.  Never fails: problems are recorded
+ * per module and shown by hixl_plugin_print. */
+void hixl_plugins_scan(const char *dirs, const char *install_dir);
 
 /* Head of the list (stable: entries are only ever appended). */
 const hixl_plugin_t *hixl_plugins_first(void);

@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #define HIXL_LOG_LEVELS    5
-#define HIXL_ERROR_MSG_MAX 512
 
 int hixl_log_level = HIXL_LOG_WARN;
 
@@ -123,6 +122,16 @@ hixl_status_t hixl_error_at(const char *file, int line, hixl_status_t status,
 const char *hixl_error_message(void)
 {
     return hixl_last_error_buf;
+}
+
+void hixl_error_save(hixl_error_saved_t *saved)
+{
+    memcpy(saved->msg, hixl_last_error_buf, sizeof(saved->msg));
+}
+
+void hixl_error_restore(const hixl_error_saved_t *saved)
+{
+    memcpy(hixl_last_error_buf, saved->msg, sizeof(hixl_last_error_buf));
 }
 
 const char *hixl_last_error(void)

@@ -58,4 +58,20 @@ hixl_status_t hixl_error_at(const char *file, int line, hixl_status_t status,
 /* Last error of this thread, for internal callers that pass it on. */
 const char *hixl_error_message(void);
 
+/*
+ * A step whose failure is not the call's (a plugin that cannot open while
+ * the engine comes up without it): the thread's last error is that of the
+ * last *failed* call, so the step runs between save and restore, and its
+ * message, read with hixl_error_message() before the restore, goes where
+ * the caller keeps it.
+ */
+#define HIXL_ERROR_MSG_MAX 512   /* a last error's length, with its NUL */
+
+typedef struct hixl_error_saved {
+    char msg[HIXL_ERROR_MSG_MAX];
+} hixl_error_saved_t;
+
+void hixl_error_save(hixl_error_saved_t *saved);
+void hixl_error_restore(const hixl_error_saved_t *saved);
+
 #endif

@@ -38,6 +38,11 @@ typedef struct hixl_opt_row {
 
 #define OFF(_f) offsetof(hixl_opts_t, _f)
 
+/* $(pkglibdir), from the build (src/Makefile.am) */
+#ifndef HIXL_PLUGIN_INSTALL_DIR
+#define HIXL_PLUGIN_INSTALL_DIR ""
+#endif
+
 static const char *const hixl_log_level_names[] = {
     "error", "warn", "info", "debug", "trace", NULL
 };
@@ -154,6 +159,13 @@ static const hixl_opt_row_t hixl_opt_table[] = {
      sizeof(((hixl_opts_t*)0)->plugin_dir), 0, OFF(plugin_dir),
      "Directories (':'-separated) searched for memory-type plugins "
      "(hixl_mem_<name>.so) before the installation's plugin directory", NULL},
+    {"hixl.PluginInstallDir", "HIXL_PLUGIN_INSTALL_DIR", HIXL_OPT_STRING,
+     HIXL_PLUGIN_INSTALL_DIR, 0,
+     sizeof(((hixl_opts_t*)0)->plugin_install_dir), 0,
+     OFF(plugin_install_dir),
+     "The installation's plugin directory, searched after hixl.PluginDir; "
+     "empty: not searched (a build tree's tests set it so that only their "
+     "own plugins are found, whatever copy is installed)", NULL},
     {"hixl.Plugins", "HIXL_PLUGINS", HIXL_OPT_STRING, "all", 0,
      sizeof(((hixl_opts_t*)0)->plugins), 0, OFF(plugins),
      "Memory-type plugins this engine uses: all, none, or names "

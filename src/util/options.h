@@ -69,6 +69,7 @@ typedef struct hixl_opts {
     char     secret[256];            /* "" when unset */
     /* memory-type plugins and device paths */
     char     plugin_dir[1024];       /* searched before the install dir */
+    char     plugin_install_dir[1024];   /* "": not searched */
     char     plugins[256];           /* "all", "none" or names */
     char     plugin_runtime[1024];   /* "name=library[,...]" */
     int32_t  device_path;            /* hixl_device_path_t */

@@ -198,6 +198,39 @@ size_t hixl_conn_tx_pending(ctrl_conn_t *conn)
     return n;
 }
 
+void hixl_conn_expect(ctrl_conn_t *conn, uint64_t types)
+{
+    conn->rx_types = types;
+}
+
+/* With a restricted set of types: refuse the message whose header is at
+ * rx[off] (complete) if its type or its length is not allowed. */
+static int ctrl_conn_gate(const ctrl_conn_t *conn, size_t off, char *err,
+                          size_t errlen)
+{
+    const uint8_t *h = conn->rx + off;
+    uint16_t type    = (uint16_t)(h[6] | (h[7] << 8));
+    uint32_t len     = (uint32_t)h[8] | ((uint32_t)h[9] << 8) |
+                       ((uint32_t)h[10] << 16) | ((uint32_t)h[11] << 24);
+
+    if ((conn->rx_types == 0) || (conn->rx_len - off < CTRL_HDR_LEN)) {
+        return 0;
+    }
+    if ((type >= 64) || !(conn->rx_types & (1ull << type))) {
+        snprintf(err, errlen, "%s before the handshake is complete (only "
+                 "the handshake's messages are accepted)",
+                 hixl_msg_type_name(type));
+        return -1;
+    }
+    if (len > hixl_msg_max_payload(type)) {
+        snprintf(err, errlen, "%s of %u bytes: longer than any %s can be "
+                 "(%u)", hixl_msg_type_name(type), len,
+                 hixl_msg_type_name(type), hixl_msg_max_payload(type));
+        return -1;
+    }
+    return 0;
+}
+
 int hixl_conn_receive(ctrl_conn_t *conn, ctrl_msg_handler_t handler,
                       void *arg, char *err, size_t errlen)
 {
@@ -228,6 +261,10 @@ int hixl_conn_receive(ctrl_conn_t *conn, ctrl_msg_handler_t handler,
             if (conn->rx_len >= CTRL_HDR_LEN + CTRL_MAX_PAYLOAD) {
                 break;   /* decode before reading more */
             }
+            if ((conn->rx_types != 0) &&
+                (conn->rx_len >= CTRL_HDR_LEN)) {
+                break;   /* the gate looks at the header first */
+            }
             continue;
         }
         if (n == 0) {
@@ -246,6 +283,9 @@ int hixl_conn_receive(ctrl_conn_t *conn, ctrl_msg_handler_t handler,
 
     off = 0;
     while (off < conn->rx_len) {
+        if (ctrl_conn_gate(conn, off, err, errlen) != 0) {
+            return -1;
+        }
         res = hixl_msg_decode(conn->rx + off, conn->rx_len - off, &msg,
                               &consumed, err, errlen);
         if (res == CTRL_DECODE_NEED_MORE) {

@@ -27,7 +27,16 @@ typedef struct ctrl_conn {
     uint8_t        *rx;
     size_t          rx_len;
     size_t          rx_cap;
+    /* what may arrive now: a bit per message type (0: any), each no
+     * longer than its longest form; checked as soon as a header is in,
+     * before its payload is read (a peer that has not proven itself
+     * cannot make this side buffer megabytes) */
+    uint64_t        rx_types;
 } ctrl_conn_t;
+
+/* Accept only these message types from now on (a mask of bits
+ * 1 << type; 0: every type, at any length up to CTRL_MAX_PAYLOAD). */
+void hixl_conn_expect(ctrl_conn_t *conn, uint64_t types);
 
 /* Return 0 to go on with the next message, non-zero to stop (the handler
  * found the connection must end; it must not free the connection). */

@@ -94,6 +94,44 @@ const char *hixl_msg_type_name(uint16_t type)
     return ctrl_layouts[type].name;
 }
 
+/* What the other side sent instead of a hixl message, said plainly: an
+ * HTTP server, a TLS one or anything else on that port is "not a hixl
+ * engine", with its first bytes as text where they are text. */
+static void hixl_msg_not_hixl(const uint8_t *buf, char *err, size_t errlen)
+{
+    char what[32];
+    int i, printable = 1;
+
+    for (i = 0; i < 4; ++i) {
+        printable &= (buf[i] >= 0x20) && (buf[i] < 0x7f);
+    }
+    if (printable) {
+        snprintf(what, sizeof(what), "\"%.4s\" (0x%08x)", (const char*)buf,
+                 hixl_get_le32(buf));
+    } else {
+        snprintf(what, sizeof(what), "0x%08x", hixl_get_le32(buf));
+    }
+    snprintf(err, errlen, "not a hixl engine: it sent %s where every hixl "
+             "message starts with the magic \"HIXL\"", what);
+}
+
+uint32_t hixl_msg_max_payload(uint16_t type)
+{
+    const ctrl_field_t *f;
+    uint64_t max = 0;
+    size_t i;
+
+    if ((type == 0) || (type >= CTRL_MSG_TYPE_LAST)) {
+        return 0;
+    }
+    for (i = 0; i < ctrl_layouts[type].count; ++i) {
+        f    = &ctrl_layouts[type].fields[i];
+        max += (f->kind == CTRL_F_U32) ? 4 : (f->kind == CTRL_F_U64) ? 8 :
+               4ull + f->limit;
+    }
+    return (max > CTRL_MAX_PAYLOAD) ? CTRL_MAX_PAYLOAD : (uint32_t)max;
+}
+
 ctrl_decode_result_t hixl_msg_decode(const uint8_t *buf, size_t len,
                                      ctrl_msg_t *msg, size_t *consumed,
                                      char *err, size_t errlen)
@@ -108,7 +146,7 @@ ctrl_decode_result_t hixl_msg_decode(const uint8_t *buf, size_t len,
         /* Reject a bad magic early, so a non-hixl client is dropped on its
          * first bytes instead of being waited for. */
         if ((len >= 4) && (hixl_get_le32(buf) != CTRL_MAGIC)) {
-            snprintf(err, errlen, "bad magic 0x%08x", hixl_get_le32(buf));
+            hixl_msg_not_hixl(buf, err, errlen);
             return CTRL_DECODE_ERROR;
         }
         return CTRL_DECODE_NEED_MORE;
@@ -118,7 +156,7 @@ ctrl_decode_result_t hixl_msg_decode(const uint8_t *buf, size_t len,
     type        = (uint16_t)(buf[6] | (buf[7] << 8));
     payload_len = hixl_get_le32(buf + 8);
     if (magic != CTRL_MAGIC) {
-        snprintf(err, errlen, "bad magic 0x%08x", magic);
+        hixl_msg_not_hixl(buf, err, errlen);
         return CTRL_DECODE_ERROR;
     }
     if (version != CTRL_VERSION) {

@@ -151,6 +151,10 @@ typedef struct ctrl_buf {
     size_t   cap;
 } ctrl_buf_t;
 
+/* The longest payload a message of this type can have (every bytes field
+ * at its limit), or 0 for no such type. */
+uint32_t hixl_msg_max_payload(uint16_t type);
+
 /* Decode the message at the start of buf.  On OK, *consumed is its length.
  * On ERROR, err (errlen bytes) says what is wrong. */
 ctrl_decode_result_t hixl_msg_decode(const uint8_t *buf, size_t len,
