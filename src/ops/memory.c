@@ -357,8 +357,9 @@ static int hixl_revoke_done(void *arg)
 }
 
 /* Revoke a region from every accepted peer; returns how many did not
- * confirm in time (they are disconnected). */
-static unsigned hixl_revoke(hixl_engine_t *engine, hixl_region_t *region)
+ * confirm by the deadline (they are disconnected). */
+static unsigned hixl_revoke(hixl_engine_t *engine, hixl_region_t *region,
+                            uint64_t deadline)
 {
     hixl_revoke_wait_t wait = {engine, ++engine->next_token};
     hixl_peer_t *peer, *next;
@@ -384,8 +385,7 @@ static unsigned hixl_revoke(hixl_engine_t *engine, hixl_region_t *region)
         }
     }
     hixl_progress_kick(engine);
-    if (hixl_engine_wait(engine, hixl_deadline_ns(
-            engine->opts.connect_timeout_ms), hixl_revoke_done, &wait)) {
+    if (hixl_engine_wait(engine, deadline, hixl_revoke_done, &wait)) {
         return 0;
     }
     for (peer = engine->peers.head; peer != NULL; peer = next) {
@@ -417,6 +417,9 @@ static int hixl_region_idle(void *arg)
 hixl_status_t hixl_deregister_mem(hixl_engine_t *engine,
                                   hixl_mem_handle_t handle)
 {
+    /* one deadline for every wait of the call: they must not add up */
+    uint64_t deadline = hixl_deadline_ns(engine ?
+                                         engine->opts.connect_timeout_ms : 0);
     hixl_region_t *region;
     unsigned silent;
 
@@ -439,7 +442,7 @@ hixl_status_t hixl_deregister_mem(hixl_engine_t *engine,
         hixl_range_remove(&engine->mem.by_addr, &region->range);
         pthread_rwlock_unlock(&engine->serve_lock);
         region->revoked = 1;
-        silent = hixl_revoke(engine, region);
+        silent = hixl_revoke(engine, region, deadline);
         if (silent != 0) {
             /* Writes a silent peer posted before it learned of the close
              * may still be on their way: over shared memory and UCX's tcp
@@ -461,8 +464,7 @@ hixl_status_t hixl_deregister_mem(hixl_engine_t *engine,
                           engine->opts.connect_timeout_ms,
                           hixl_ms_left(region->revoke_grace_ns));
     }
-    if (!hixl_engine_wait_busy(engine, hixl_deadline_ns(
-            engine->opts.connect_timeout_ms), hixl_region_idle, region)) {
+    if (!hixl_engine_wait_busy(engine, deadline, hixl_region_idle, region)) {
         pthread_mutex_unlock(&engine->lock);
         return hixl_error(HIXL_TIMEOUT, "region [0x%" PRIx64 ", +%" PRIu64
                           ") is still being read or written by %u message(s) "

@@ -329,9 +329,12 @@ static hixl_status_t hixl_xfer_check_args(hixl_engine_t *engine,
  * waiting) and the descriptors resolved again. */
 static hixl_status_t hixl_xfer_plan(hixl_engine_t *engine, const char *remote,
                                     const hixl_transfer_op_desc_t *descs,
-                                    size_t num_descs, hixl_peer_t **peer_p,
+                                    size_t num_descs, uint64_t deadline,
+                                    hixl_peer_t **peer_p,
                                     hixl_xfer_plan_t *plan)
 {
+    uint64_t refresh = hixl_deadline_ns(engine->opts.connect_timeout_ms);
+
     hixl_peer_t *peer;
     hixl_status_t status;
 
@@ -342,8 +345,9 @@ static hixl_status_t hixl_xfer_plan(hixl_engine_t *engine, const char *remote,
     status = hixl_xfer_validate(engine, peer, descs, num_descs, plan);
     if ((status != HIXL_SUCCESS) && plan->remote_miss) {
         hixl_peer_retain(peer);
-        status = hixl_memory_refresh(engine, peer, hixl_deadline_ns(
-                engine->opts.connect_timeout_ms));
+        /* within the transfer's own time */
+        status = hixl_memory_refresh(engine, peer, (refresh < deadline) ?
+                                     refresh : deadline);
         if (peer->state != HIXL_PEER_READY) {
             status = hixl_error(HIXL_NOT_CONNECTED, "%s disconnected: %s",
                                 peer->name, peer->close_reason);
@@ -415,6 +419,7 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
 {
     int64_t timeout_ms = engine->opts.transfer_timeout_ms;
     const hixl_notify_desc_t *notify = NULL;
+    uint64_t deadline;
     hixl_xfer_plan_t plan;
     hixl_request_t *req;
     hixl_peer_t *peer;
@@ -437,7 +442,11 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
             return status;
         }
     }
-    status = hixl_xfer_plan(engine, remote, descs, num_descs, &peer, &plan);
+    /* the transfer's time runs from this call: waits on the way (a memory
+     * table refresh, copies done while posting) count in it */
+    deadline = hixl_deadline_coarse_ns(timeout_ms);
+    status   = hixl_xfer_plan(engine, remote, descs, num_descs, deadline,
+                              &peer, &plan);
     if (status != HIXL_SUCCESS) {
         return status;
     }
@@ -492,9 +501,9 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
     if (flushed) {
         hixl_req_flushed(&req->flush, UCS_OK);   /* the flush's hold */
     }
-    /* only a request still in flight can time out: its clock starts now
-     * (read only by the status and sync calls, after this returns) */
-    req->deadline_ns = hixl_deadline_coarse_ns(timeout_ms);
+    /* only a request still in flight can time out (read only by the
+     * status and sync calls, after this returns) */
+    req->deadline_ns = deadline;
     /* drop the poster's hold: the request may finish right here, and then
      * nobody needs waking */
     hixl_req_data_done(req);
