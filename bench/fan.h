@@ -81,7 +81,7 @@ typedef struct fan_opts {
     fan_optlist_t  hopts[FAN_OPT_KINDS];
 } fan_opts_t;
 
-/* ---- fan_proc.c: children ------------------------------------------------ */
+/* ---- fan_proc.c: children ----------------------------------------------- */
 
 typedef struct fan_child {
     pid_t    pid;
@@ -154,7 +154,7 @@ static inline uint64_t fan_private_kb(const fan_sample_t *s)
 /* Fraction of all CPUs busy over `ms` (from /proc/stat) */
 double fan_host_busy(unsigned ms);
 
-/* ---- fan_engine.c: the engine processes ---------------------------------- */
+/* ---- fan_engine.c: the engine processes --------------------------------- */
 
 typedef struct fan_engine_cfg {
     const fan_opts_t *opts;
@@ -173,7 +173,7 @@ int      fan_pattern_check(const uint8_t *buf, size_t len, uint64_t seed,
                            char *msg, size_t msg_len);
 uint64_t fan_seed(unsigned point, unsigned pass, unsigned peer);
 
-/* ---- fan_xfer.c: a prefill's transfers ----------------------------------- */
+/* ---- fan_xfer.c: a prefill's transfers ---------------------------------- */
 
 typedef struct fan_peer {
     char       name[HIXL_ENGINE_NAME_MAX + 1];
@@ -207,7 +207,7 @@ int fan_xfer_connect(fan_xfer_cfg_t *x, uint64_t t0, char *err,
 /* Write every slice `passes` times; 0, or -1 with the reason in err. */
 int fan_xfer_run(fan_xfer_cfg_t *x, char *err, size_t err_len);
 
-/* ---- results ------------------------------------------------------------- */
+/* ---- results ------------------------------------------------------------ */
 
 typedef struct fan_result {
     unsigned   test;               /* FAN_T_IN or FAN_T_OUT */
@@ -222,8 +222,13 @@ typedef struct fan_result {
     double     run_s;              /* t0 to the last completion */
     double     agg_gbs;            /* every byte / (last end - t0) */
     double     peer_min_gbs, peer_max_gbs;
+    double     share_min, share_max;   /* peer rate / mean peer rate */
+    double     jain;               /* Jain's fairness index of the rates */
+    double     finish;             /* first peer's finish / last's (t0) */
     double     *connect_ms;        /* n of them */
     double     late_max_ms;        /* latest connect call after t0 */
+    double     hub_conn_cpu_ms;    /* hub CPU per peer, connect phase */
+    double     pre_conn_cpu_ms;    /* prefill CPU per connect */
     double     hub_kb_connect;     /* private RSS growth / N, connected */
     double     hub_kb_per_peer;    /* private RSS growth / N, after the
                                     * transfers (see fan_private_kb) */
@@ -256,7 +261,7 @@ typedef struct fan_cold_result {
     double     host_busy;
 } fan_cold_result_t;
 
-/* ---- fan_point.c: the steps of a measurement (fan_cold.c reuses them) ---- */
+/* ---- fan_point.c: the steps of a measurement (fan_cold.c reuses them) --- */
 
 typedef struct fan_pt {
     const fan_opts_t *o;
@@ -293,7 +298,7 @@ int  fan_cold_run(const fan_opts_t *o, const char *tls, int alloc,
 void fan_memcpy_run(const fan_opts_t *o, int shared, unsigned rep,
                     fan_cold_result_t *r);
 
-/* ---- fan_report.c -------------------------------------------------------- */
+/* ---- fan_report.c ------------------------------------------------------- */
 
 typedef struct fan_report fan_report_t;
 

@@ -94,7 +94,7 @@ int fan_cold_run(const fan_opts_t *o, const char *tls, int alloc,
     return rc;
 }
 
-/* ---- the machine's reference: memcpy ---------------------------------------- */
+/* ---- the machine's reference: memcpy ------------------------------------ */
 
 typedef struct fan_memcpy_cfg {
     size_t len;

@@ -21,7 +21,7 @@
  *   decode:  -> VERIFY off=O len=L seed=S   <- VERIFIED ok=1 | ok=0 msg=...
  *   prefill: -> PEER name=NAME addr=ADDR len=L off=O   (no answer)
  *            -> FILL seed=S     slice j gets pattern S+j   <- FILLED
- *            -> CONNECT at=T0   <- CONNECTED ms=a,b,... late=a,b,...
+ *            -> CONNECT at=T0   <- CONNECTED ms=a,b,... late=a,b,... cpu=S
  *            -> RUN at=T0 passes=P deadline=D
  *            <- DONE cpu=SECONDS ends=e,... done=b,... partial=0|1
  */
@@ -35,7 +35,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* ---- data pattern ---------------------------------------------------------- */
+/* ---- data pattern ------------------------------------------------------- */
 
 static inline uint64_t fan_pattern_word(uint64_t index, uint64_t seed)
 {
@@ -97,7 +97,7 @@ uint64_t fan_seed(unsigned point, unsigned pass, unsigned peer)
     return fan_pattern_word(x, 0x5eed5eed5eed5eedull);
 }
 
-/* ---- engines --------------------------------------------------------------- */
+/* ---- engines ------------------------------------------------------------ */
 
 static hixl_engine_t *fan_engine_init(const fan_engine_cfg_t *cfg, int role,
                                       int fd)
@@ -205,7 +205,8 @@ int fan_decode_main(int fd, void *arg)
             break;
         }
         if (!strncmp(line, "VERIFY", 6) && !fan_kv_u64(line, "off", &off) &&
-            !fan_kv_u64(line, "len", &len) && !fan_kv_u64(line, "seed", &seed) &&
+            !fan_kv_u64(line, "len", &len) &&
+            !fan_kv_u64(line, "seed", &seed) &&
             (off <= cfg->region_len) && (len <= cfg->region_len - off)) {
             if (fan_pattern_check(mem + off, len, seed, msg, sizeof(msg))) {
                 fan_child_send(fd, "VERIFIED ok=0 msg=%s", msg);
@@ -225,7 +226,7 @@ out:
     return rc;
 }
 
-/* ---- prefill ----------------------------------------------------------------- */
+/* ---- prefill ------------------------------------------------------------ */
 
 typedef struct fan_prefill {
     const fan_engine_cfg_t *cfg;
@@ -309,7 +310,8 @@ static int fan_prefill_cmd(fan_prefill_t *p, const char *line)
     unsigned i, partial = 0;
 
     if (!strncmp(line, "PEER ", 5)) {
-        return fan_prefill_peer(p, line);    /* no answer: they come in a row */
+        /* no answer: they come in a row, before CONNECT */
+        return fan_prefill_peer(p, line);
     }
     if (!strncmp(line, "FILL ", 5) && !fan_kv_u64(line, "seed", &seed)) {
         for (i = 0; i < p->num_peers; ++i) {
@@ -319,12 +321,15 @@ static int fan_prefill_cmd(fan_prefill_t *p, const char *line)
     }
     fan_xfer_cfg(p, &x);
     if (!strncmp(line, "CONNECT ", 8) && !fan_kv_u64(line, "at", &t0)) {
+        fan_proc_sample(getpid(), &s0);
         if (fan_xfer_connect(&x, t0, err, sizeof(err)) != 0) {
             return fan_child_send(p->fd, "ERR msg=%s", err);
         }
+        fan_proc_sample(getpid(), &s1);
         fan_list(a, sizeof(a), p->peers, p->num_peers, 0);
         fan_list(b, sizeof(b), p->peers, p->num_peers, 3);
-        return fan_child_send(p->fd, "CONNECTED ms=%s late=%s", a, b);
+        return fan_child_send(p->fd, "CONNECTED ms=%s late=%s cpu=%.9f", a,
+                              b, fan_cpu_s(&s0, &s1));
     }
     if (!strncmp(line, "RUN ", 4) && !fan_kv_u64(line, "at", &t0) &&
         !fan_kv_u64(line, "passes", &passes) &&

@@ -107,7 +107,7 @@ int fan_pt_spawn(fan_pt_t *p, fan_engine_cfg_t *dcfg,
 int fan_pt_connect(fan_pt_t *p)
 {
     fan_result_t *r = p->r;
-    double late[FAN_MAX_N];
+    double late[FAN_MAX_N], cpu = 0;
     unsigned i, got = 0;
     uint64_t t0;
 
@@ -131,6 +131,9 @@ int fan_pt_connect(fan_pt_t *p)
         return -1;
     }
     for (i = 0; i < p->npre; ++i) {
+        if (fan_kv(p->pre[i].line, "cpu") != NULL) {
+            cpu += strtod(fan_kv(p->pre[i].line, "cpu"), NULL);
+        }
         got += fan_parse_list(fan_kv(p->pre[i].line, "ms"),
                               r->connect_ms + got, p->n - got);
         fan_parse_list(fan_kv(p->pre[i].line, "late"),
@@ -140,6 +143,7 @@ int fan_pt_connect(fan_pt_t *p)
         fprintf(stderr, "fan: %u connect times for %u peers\n", got, p->n);
         return -1;
     }
+    r->pre_conn_cpu_ms = cpu * 1e3 / p->n;
     for (i = 0; i < p->n; ++i) {
         r->late_max_ms = (late[i] > r->late_max_ms) ? late[i] :
                          r->late_max_ms;
@@ -178,17 +182,51 @@ int fan_pt_run(fan_pt_t *p, unsigned passes)
                         FAN_GRACE_S) * 1e9), "DONE");
 }
 
+/* Fairness of the peers' rates (each its bytes over its own time from t0;
+ * the peers move equal bytes, so a rate is 1 / its finishing time): min
+ * and max over the mean, Jain's index (sum x)^2 / (n sum x^2), 1 when all
+ * are equal, 1/n when one peer got everything, and how early the first
+ * peer finished against the last. */
+static void fan_pt_fairness(fan_pt_t *p)
+{
+    fan_result_t *r = p->r;
+    double gbs, sum = 0, sum2 = 0;
+    uint64_t first = UINT64_MAX, last = 0;
+    unsigned k;
+
+    r->peer_min_gbs = -1;
+    r->peer_max_gbs = 0;
+    for (k = 0; k < p->n; ++k) {
+        gbs = (p->end[k] > p->t0) ? (double)p->done[k] /
+              (double)(p->end[k] - p->t0) : 0.0;     /* bytes/ns = GB/s */
+        sum  += gbs;
+        sum2 += gbs * gbs;
+        r->peer_max_gbs = (gbs > r->peer_max_gbs) ? gbs : r->peer_max_gbs;
+        if ((r->peer_min_gbs < 0) || (gbs < r->peer_min_gbs)) {
+            r->peer_min_gbs = gbs;
+        }
+        if (p->end[k] > p->t0) {
+            first = (p->end[k] < first) ? p->end[k] : first;
+            last  = (p->end[k] > last) ? p->end[k] : last;
+        }
+    }
+    r->share_min = (sum > 0) ? r->peer_min_gbs * p->n / sum : 0;
+    r->share_max = (sum > 0) ? r->peer_max_gbs * p->n / sum : 0;
+    r->jain      = (sum2 > 0) ? sum * sum / (p->n * sum2) : 0;
+    r->finish    = (last > p->t0) ? (double)(first - p->t0) /
+                   (double)(last - p->t0) : 0;
+}
+
 /* The timed pass's DONE lines: throughput, fairness, prefill CPU. */
 void fan_pt_results(fan_pt_t *p)
 {
     fan_result_t *r = p->r;
-    double v[FAN_MAX_N], sum_cores = 0, cores, gbs;
+    double v[FAN_MAX_N], sum_cores = 0, cores;
     uint64_t last = 0, bytes = 0, ticks, mine;
     unsigned i, k, cnt;
 
     r->partial      = 0;
     r->pre_busy_max = 0;
-    r->peer_max_gbs = 0;
     for (i = 0; i < p->npre; ++i) {
         k   = p->in ? i : 0;
         cnt = p->in ? 1 : p->n;
@@ -215,16 +253,10 @@ void fan_pt_results(fan_pt_t *p)
         }
     }
     r->pre_busy_mean = sum_cores / p->npre;
-    r->peer_min_gbs  = -1;
+    fan_pt_fairness(p);
     for (k = 0; k < p->n; ++k) {
         bytes += p->done[k];
         last   = (p->end[k] > last) ? p->end[k] : last;
-        gbs    = (p->end[k] > p->t0) ? (double)p->done[k] /
-                 (double)(p->end[k] - p->t0) : 0.0;     /* bytes/ns = GB/s */
-        r->peer_max_gbs = (gbs > r->peer_max_gbs) ? gbs : r->peer_max_gbs;
-        if ((r->peer_min_gbs < 0) || (gbs < r->peer_min_gbs)) {
-            r->peer_min_gbs = gbs;
-        }
     }
     r->bytes   = bytes;
     r->agg_gbs = (last > p->t0) ? (double)bytes / (double)(last - p->t0) :
@@ -348,6 +380,8 @@ static int fan_pt_measure(fan_pt_t *p)
     r->hub_kb_per_peer  = ((double)fan_private_kb(&h2) -
                            (double)fan_private_kb(&h0)) / p->n;
     r->hub_kb_rss       = ((double)h2.rss_kb - (double)h0.rss_kb) / p->n;
+    /* what serializes connects: the hub's CPU per peer while they came in */
+    r->hub_conn_cpu_ms  = fan_cpu_s(&h0, &h1) * 1e3 / p->n;
     r->hub_fds_per_peer = ((double)h1.fds - (double)h0.fds) / p->n;
     r->hub_rss_mb       = (double)h2.rss_kb / 1024.0;
     r->hub_threads      = h2.threads;

@@ -37,7 +37,7 @@ struct fan_report {
     FILE              *txt;
 };
 
-/* ---- helpers ---------------------------------------------------------------- */
+/* ---- helpers ------------------------------------------------------------ */
 
 static int fan_cmp(const void *a, const void *b)
 {
@@ -126,16 +126,18 @@ static void fan_note_tls(fan_report_t *rep, const char *tls)
     }
 }
 
-/* ---- open ------------------------------------------------------------------- */
+/* ---- open --------------------------------------------------------------- */
 
 static const char fan_raw_header[] =
     "test,tls,n,rep,ok,partial,corrupt,desc_size,share,bytes,run_s,agg_gbs,"
-    "peer_min_gbs,peer_max_gbs,connect_med_ms,connect_p99_ms,connect_max_ms,"
-    "late_max_ms,hub_kb_connect,hub_kb_per_peer,hub_kb_rss,hub_fds_per_peer,"
-    "hub_rss_mb,hub_threads,dec_busy_mean,dec_busy_max,pre_busy_mean,pre_busy_max,"
-    "dec_idle_mean,dec_idle_max,pre_idle_mean,pre_idle_max,base_ok,"
-    "base_target_kb,base_creator_kb,base_target_fds,base_creator_fds,wall_s,"
-    "host_busy,error\n";
+    "peer_min_gbs,peer_max_gbs,share_min,share_max,jain,finish,"
+    "connect_med_ms,connect_p99_ms,connect_max_ms,late_max_ms,"
+    "hub_conn_cpu_ms,pre_conn_cpu_ms,hub_kb_connect,"
+    "hub_kb_per_peer,hub_kb_rss,hub_fds_per_peer,hub_rss_mb,hub_threads,"
+    "dec_busy_mean,dec_busy_max,pre_busy_mean,pre_busy_max,dec_idle_mean,"
+    "dec_idle_max,pre_idle_mean,pre_idle_max,base_ok,base_target_kb,"
+    "base_creator_kb,base_target_fds,base_creator_fds,wall_s,host_busy,"
+    "error\n";
 
 static const char fan_cold_header[] =
     "tls,memory,rep,ok,first_gbs,second_gbs,ratio,dec_faults_first,"
@@ -191,7 +193,7 @@ fan_report_t *fan_report_open(const fan_opts_t *o, int argc, char **argv)
     return rep;
 }
 
-/* ---- per run ------------------------------------------------------------------ */
+/* ---- per run ------------------------------------------------------------ */
 
 static void fan_connect_stats(const fan_result_t *r, double *med, double *p99,
                               double *max)
@@ -246,16 +248,17 @@ void fan_report_point(fan_report_t *rep, const fan_result_t *r)
     if (rep->raw == NULL) {
         return;
     }
-    fprintf(rep->raw, "%s,%s,%u,%u,%d,%d,%d,%zu,%zu,%llu,%.6f,%.4f,%.4f,%.4f,"
-            "%.3f,%.3f,%.3f,%.3f,%.2f,%.2f,%.2f,%.3f,%.1f,%u,%.4f,%.4f,%.4f,"
-            "%.4f,%.4f,%.4f,%.4f,%.4f,%d,%.2f,%.2f,%.3f,%.3f,%.2f,%.2f,"
-            "\"%s\"\n",
+    fprintf(rep->raw, "%s,%s,%u,%u,%d,%d,%d,%zu,%zu,%llu,%.6f,%.4f,%.4f,"
+            "%.4f,%.4f,%.4f,%.4f,%.4f,%.3f,%.3f,%.3f,%.3f,%.4f,%.4f,%.2f,%.2f,%.2f,%.3f,%.1f,%u,"
+            "%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%d,%.2f,%.2f,%.3f,%.3f,"
+            "%.2f,%.2f,\"%s\"\n",
             fan_test_name(r->test), r->tls, r->n, r->rep + 1, r->ok,
             r->partial, r->corrupt, r->desc_size, r->share,
             (unsigned long long)r->bytes, r->run_s, r->agg_gbs,
-            r->peer_min_gbs, r->peer_max_gbs, med, p99, max, r->late_max_ms,
-            r->hub_kb_connect, r->hub_kb_per_peer, r->hub_kb_rss,
-            r->hub_fds_per_peer,
+            r->peer_min_gbs, r->peer_max_gbs, r->share_min, r->share_max,
+            r->jain, r->finish, med, p99, max, r->late_max_ms,
+            r->hub_conn_cpu_ms, r->pre_conn_cpu_ms, r->hub_kb_connect,
+            r->hub_kb_per_peer, r->hub_kb_rss, r->hub_fds_per_peer,
             r->hub_rss_mb, r->hub_threads, r->dec_busy_mean, r->dec_busy_max,
             r->pre_busy_mean, r->pre_busy_max, r->dec_idle_mean,
             r->dec_idle_max, r->pre_idle_mean, r->pre_idle_max, r->base_ok,
@@ -297,18 +300,19 @@ void fan_report_cold(fan_report_t *rep, const fan_cold_result_t *c)
     fflush(rep->cold_raw);
 }
 
-/* ---- summaries ---------------------------------------------------------------- */
+/* ---- summaries ---------------------------------------------------------- */
 
 typedef struct fan_row {
     unsigned test, n, reps, ok, partial;
     const char *tls;
     double agg, agg_min, agg_max, x1;
-    double share_min, share_max;
+    double share_min, share_max, jain, finish;
     double c_med, c_p99, c_max, late;
     double hub_kb, hub_kb_conn, beyond, fds, rss_mb;
     double dec_busy, pre_busy, dec_idle, pre_idle, dec_idle_max, pre_idle_max;
     double base_t, base_c, base_tf, base_cf;
     double done_frac;              /* of the bytes asked for */
+    double hub_conn_cpu, pre_conn_cpu;   /* ms per connect */
 } fan_row_t;
 
 /* median over the ok runs of one field, given as an offset */
@@ -369,16 +373,10 @@ static int fan_summarize(fan_report_t *rep, unsigned test, const char *tls,
     row->partial = partial;
     row->agg = fan_med_field(runs, k, offsetof(fan_result_t, agg_gbs),
                              &row->agg_min, &row->agg_max);
-    for (i = 0; i < k; ++i) {
-        v[i] = (runs[i]->agg_gbs > 0) ?
-               runs[i]->peer_min_gbs * n / runs[i]->agg_gbs : NAN;
-    }
-    row->share_min = fan_median(v, k);
-    for (i = 0; i < k; ++i) {
-        v[i] = (runs[i]->agg_gbs > 0) ?
-               runs[i]->peer_max_gbs * n / runs[i]->agg_gbs : NAN;
-    }
-    row->share_max = fan_median(v, k);
+    row->share_min = FAN_MED(runs, k, share_min);
+    row->share_max = FAN_MED(runs, k, share_max);
+    row->jain      = FAN_MED(runs, k, jain);
+    row->finish    = FAN_MED(runs, k, finish);
     pool = malloc((size_t)(k ? k : 1) * n * sizeof(*pool));
     for (i = 0; (pool != NULL) && (i < k); ++i) {
         memcpy(pool + np, runs[i]->connect_ms, n * sizeof(*pool));
@@ -396,6 +394,8 @@ static int fan_summarize(fan_report_t *rep, unsigned test, const char *tls,
     }
     row->done_frac    = fan_median(v, k);
     row->late         = FAN_MED(runs, k, late_max_ms);
+    row->hub_conn_cpu = FAN_MED(runs, k, hub_conn_cpu_ms);
+    row->pre_conn_cpu = FAN_MED(runs, k, pre_conn_cpu_ms);
     row->hub_kb       = FAN_MED(runs, k, hub_kb_per_peer);
     row->hub_kb_conn  = FAN_MED(runs, k, hub_kb_connect);
     row->fds          = FAN_MED(runs, k, hub_fds_per_peer);
@@ -424,11 +424,60 @@ static void fan_num(char *buf, size_t len, double v, const char *fmt)
     }
 }
 
+/* Least squares of the total growth G(N) = per_peer(N) * N against N over
+ * the rows: the slope is the cost of one more peer, the intercept what the
+ * first connection costs once (UCX loading a transport, a mapping), which
+ * "per peer" at small N includes. */
+static int fan_slope(const fan_row_t *rows, unsigned n, size_t off,
+                     double *slope, double *fixed)
+{
+    double sx = 0, sy = 0, sxx = 0, sxy = 0, x, y, k = 0, d;
+    unsigned i;
+
+    for (i = 0; i < n; ++i) {
+        y = *(const double*)((const char*)&rows[i] + off);
+        if (!rows[i].ok || isnan(y)) {
+            continue;
+        }
+        x    = rows[i].n;
+        y   *= x;
+        sx  += x;
+        sy  += y;
+        sxx += x * x;
+        sxy += x * y;
+        k   += 1;
+    }
+    d = k * sxx - sx * sx;
+    if ((k < 3) || (d <= 0)) {
+        return -1;
+    }
+    *slope = (k * sxy - sx * sy) / d;
+    *fixed = (sy - *slope * sx) / k;
+    return 0;
+}
+
+static void fan_print_slope(fan_report_t *rep, const fan_row_t *rows,
+                            unsigned n, const char *side, size_t base_off)
+{
+    double s, f, bs, bf;
+
+    if (fan_slope(rows, n, offsetof(fan_row_t, hub_kb), &s, &f) != 0) {
+        return;
+    }
+    fan_out(rep, "      %s private RSS, least squares over N: %.1f KiB per "
+            "peer + %.0f KiB once", side, s, f);
+    if (fan_slope(rows, n, base_off, &bs, &bf) == 0) {
+        fan_out(rep, "; bare UCX: %.1f KiB per endpoint + %.0f KiB once; "
+                "beyond UCX: %.1f KiB per peer", bs, bf, s - bs);
+    }
+    fan_out(rep, "\n");
+}
+
 static void fan_print_fan(fan_report_t *rep, unsigned test, const char *tls,
                           fan_row_t *rows, unsigned nrows)
 {
     const fan_opts_t *o = rep->o;
-    char ds[32], ts[32], a[48], x[16], sh[24], c[40], cpu[24], cpu2[24];
+    char ds[32], ts[32], a[48], x[16], sh[48], c[40], cpu[24], cpu2[24];
     char mem[40], fd[16];
     unsigned i;
     int in = (test == FAN_T_IN);
@@ -441,13 +490,13 @@ static void fan_print_fan(fan_report_t *rep, unsigned test, const char *tls,
             "[min-max] over reps\n", in ? "fan-in (N prefill -> 1 decode)" :
             "fan-out (1 prefill -> N decode)", tls, ts, ds, o->per_xfer,
             o->window, o->passes, o->warmup, o->reps);
-    fan_out(rep, "%4s  %-22s %5s  %-9s  %-18s  %-9s  %-9s  %-22s %-6s %s\n",
-            "N", "aggregate GB/s", "xN=1", "share", "connect ms",
+    fan_out(rep, "%4s  %-22s %5s  %-15s  %-18s  %-10s  %-10s  %-22s %-5s "
+            "%s\n", "N", "aggregate GB/s", "xN=1", "fairness", "connect ms",
             "decode", "prefill", in ? "decode KiB/peer" :
             "prefill KiB/peer", "fds", "ok");
-    fan_out(rep, "%4s  %-22s %5s  %-9s  %-18s  %-9s  %-9s  %-22s %-6s\n",
-            "", "", "", "min/max", "med/p99/max", "busy/idle", "busy/idle",
-            "all (UCX; beyond)", "/peer");
+    fan_out(rep, "%4s  %-22s %5s  %-15s  %-18s  %-10s  %-10s  %-22s %-5s\n",
+            "", "", "", "Jain (min-max)", "med/p99/max", "busy/idle",
+            "busy/idle", "all (UCX; beyond)", "/peer");
     for (i = 0; i < nrows; ++i) {
         fan_row_t *r = &rows[i];
 
@@ -458,7 +507,8 @@ static void fan_print_fan(fan_report_t *rep, unsigned test, const char *tls,
         snprintf(a, sizeof(a), "%.3f [%.3f-%.3f]", r->agg, r->agg_min,
                  r->agg_max);
         fan_num(x, sizeof(x), r->x1, "%.2f");
-        snprintf(sh, sizeof(sh), "%.2f/%.2f", r->share_min, r->share_max);
+        snprintf(sh, sizeof(sh), "%.2f (%.2f-%.2f)", r->jain, r->share_min,
+                 r->share_max);
         snprintf(c, sizeof(c), "%.1f/%.1f/%.1f", r->c_med, r->c_p99,
                  r->c_max);
         snprintf(cpu, sizeof(cpu), "%.2f/%.3f", r->dec_busy, r->dec_idle);
@@ -470,7 +520,7 @@ static void fan_print_fan(fan_report_t *rep, unsigned test, const char *tls,
                      in ? r->base_t : r->base_c, r->beyond);
         }
         snprintf(fd, sizeof(fd), "%.2f", r->fds);
-        fan_out(rep, "%4u  %-22s %5s  %-9s  %-18s  %-9s  %-9s  %-22s %-6s "
+        fan_out(rep, "%4u  %-22s %5s  %-15s  %-18s  %-10s  %-10s  %-22s %-5s "
                 "%u/%u", r->n, a, x, sh, c, cpu, cpu2, mem, fd, r->ok,
                 r->reps);
         if (r->partial) {
@@ -479,6 +529,9 @@ static void fan_print_fan(fan_report_t *rep, unsigned test, const char *tls,
         }
         fan_out(rep, "\n");
     }
+    fan_print_slope(rep, rows, nrows, in ? "decode" : "prefill",
+                    in ? offsetof(fan_row_t, base_t) :
+                    offsetof(fan_row_t, base_c));
 }
 
 static void fan_print_ucx(fan_report_t *rep, const char *tls, fan_row_t *rows,
@@ -500,26 +553,28 @@ static void fan_print_ucx(fan_report_t *rep, const char *tls, fan_row_t *rows,
 
 static void fan_summary_csv(FILE *f, const fan_row_t *r)
 {
-    fprintf(f, "%s,%s,%u,%u,%u,%u,%.4f,%.4f,%.4f,%.4f,%.3f,%.3f,%.3f,%.3f,"
-            "%.3f,%.3f,%.3f,%.2f,%.2f,%.2f,%.3f,%.1f,%.4f,%.4f,%.4f,%.4f,"
-            "%.4f,%.4f,%.2f,%.2f,%.3f,%.3f\n", fan_test_name(r->test), r->tls,
-            r->n, r->reps, r->ok, r->partial, r->done_frac, r->agg, r->agg_min, r->agg_max, r->x1,
-            r->share_min, r->share_max, r->c_med, r->c_p99, r->c_max, r->late,
-            r->hub_kb_conn, r->hub_kb, r->beyond, r->fds, r->rss_mb,
-            r->dec_busy, r->pre_busy, r->dec_idle, r->dec_idle_max,
-            r->pre_idle, r->pre_idle_max, r->base_t, r->base_c, r->base_tf,
-            r->base_cf);
+    fprintf(f, "%s,%s,%u,%u,%u,%u,%.4f,%.4f,%.4f,%.4f,%.3f,%.3f,%.3f,"
+            "%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.4f,%.4f,%.2f,%.2f,%.2f,%.3f,%.1f,"
+            "%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.2f,%.2f,%.3f,%.3f\n",
+            fan_test_name(r->test), r->tls, r->n, r->reps, r->ok, r->partial,
+            r->done_frac, r->agg, r->agg_min, r->agg_max, r->x1,
+            r->share_min, r->share_max, r->jain, r->finish, r->c_med,
+            r->c_p99, r->c_max,
+            r->late, r->hub_conn_cpu, r->pre_conn_cpu, r->hub_kb_conn,
+            r->hub_kb, r->beyond, r->fds, r->rss_mb, r->dec_busy,
+            r->pre_busy, r->dec_idle, r->dec_idle_max, r->pre_idle,
+            r->pre_idle_max, r->base_t, r->base_c, r->base_tf, r->base_cf);
 }
 
 static const char fan_summary_header[] =
-    "test,tls,n,reps,ok,partial,done_frac,agg_gbs,agg_min,agg_max,x_n1,share_min,"
-    "share_max,connect_med_ms,connect_p99_ms,connect_max_ms,late_max_ms,"
-    "hub_kb_connect,hub_kb_per_peer,beyond_ucx_kb,hub_fds_per_peer,"
-    "hub_rss_mb,dec_busy,pre_busy,dec_idle,dec_idle_max,pre_idle,"
-    "pre_idle_max,base_target_kb,base_creator_kb,base_target_fds,"
+    "test,tls,n,reps,ok,partial,done_frac,agg_gbs,agg_min,agg_max,x_n1,"
+    "share_min,share_max,jain,finish,connect_med_ms,connect_p99_ms,connect_max_ms,"
+    "late_max_ms,hub_conn_cpu_ms,pre_conn_cpu_ms,hub_kb_connect,"
+    "hub_kb_per_peer,beyond_ucx_kb,hub_fds_per_peer,hub_rss_mb,dec_busy,"
+    "pre_busy,dec_idle,dec_idle_max,pre_idle,pre_idle_max,base_target_kb,base_creator_kb,base_target_fds,"
     "base_creator_fds\n";
 
-/* ---- cold ----------------------------------------------------------------------- */
+/* ---- cold --------------------------------------------------------------- */
 
 typedef struct fan_cold_row {
     const fan_cold_result_t *c;        /* the first run of the case */
@@ -617,7 +672,7 @@ static void fan_print_cold(fan_report_t *rep, const fan_cold_row_t *rows,
     }
 }
 
-/* ---- targets --------------------------------------------------------------------- */
+/* ---- targets ------------------------------------------------------------ */
 
 static const fan_row_t *fan_find(const fan_row_t *rows, unsigned n,
                                  unsigned test, const char *tls, unsigned N)
@@ -660,7 +715,8 @@ static void fan_targets(fan_report_t *rep, const fan_row_t *rows,
         }
     }
     for (i = 0; i < nrows; ++i) {
-        if ((rows[i].test == FAN_T_IN) && rows[i].ok && !isnan(rows[i].beyond)) {
+        if ((rows[i].test == FAN_T_IN) && rows[i].ok &&
+            !isnan(rows[i].beyond)) {
             worst_beyond = (rows[i].beyond > worst_beyond) ? rows[i].beyond :
                            worst_beyond;
         }
@@ -671,12 +727,32 @@ static void fan_targets(fan_report_t *rep, const fan_row_t *rows,
     }
     if (worst_beyond > -1e30) {
         fan_out(rep, "  decode memory per peer beyond UCX's own <= 1024 KiB: "
-                "worst %.1f KiB  %s\n", worst_beyond,
+                "worst point %.1f KiB  %s\n", worst_beyond,
                 (worst_beyond <= 1024) ? "met" : "MISSED");
     }
-    if (rep->o->idle_s > 0) {
-        fan_out(rep, "  an idle connected engine < 1%% of a core: worst %.1f%% "
-                "%s\n", idle * 100, (idle < 0.01) ? "met" : "MISSED");
+    for (t = 0; t < rep->ntls; ++t) {
+        fan_row_t sel[64];
+        double s, f, bs, bf;
+        unsigned k = 0;
+
+        for (i = 0; (i < nrows) && (k < 64); ++i) {
+            if ((rows[i].test == FAN_T_IN) && !strcmp(rows[i].tls,
+                                                      rep->tls[t])) {
+                sel[k++] = rows[i];
+            }
+        }
+        if ((fan_slope(sel, k, offsetof(fan_row_t, hub_kb), &s, &f) == 0) &&
+            (fan_slope(sel, k, offsetof(fan_row_t, base_t), &bs, &bf) ==
+             0)) {
+            fan_out(rep, "  fan-in %-8s decode memory per added peer beyond "
+                    "UCX's own <= 1024 KiB: %.1f KiB  %s\n", rep->tls[t],
+                    s - bs, (s - bs <= 1024) ? "met" : "MISSED");
+        }
+    }
+    if ((rep->o->idle_s > 0) && (nrows > 0) &&
+        (rep->o->tests & (FAN_T_IN | FAN_T_OUT))) {
+        fan_out(rep, "  an idle connected engine < 1%% of a core: worst "
+                "%.1f%% %s\n", idle * 100, (idle < 0.01) ? "met" : "MISSED");
     }
     for (i = 0; i < ncold; ++i) {
         if ((cold[i].c->alloc >= 0) && cold[i].k) {
@@ -687,7 +763,7 @@ static void fan_targets(fan_report_t *rep, const fan_row_t *rows,
     }
 }
 
-/* ---- plot ------------------------------------------------------------------------- */
+/* ---- plot --------------------------------------------------------------- */
 
 static const char *fan_gnuplot(void)
 {
@@ -780,7 +856,7 @@ static void fan_plot(fan_report_t *rep, const fan_row_t *rows, unsigned nrows)
     fan_out(rep, "plot:        %s\n", png);
 }
 
-/* ---- close ---------------------------------------------------------------------- */
+/* ---- close -------------------------------------------------------------- */
 
 unsigned fan_report_close(fan_report_t *rep)
 {
@@ -860,8 +936,10 @@ unsigned fan_report_close(fan_report_t *rep)
     if (!rep->o->csv) {
         if (nrows > 0) {
             fan_out(rep, "\naggregate: every byte of the timed pass(es) / "
-                    "(last completion - common start).  share: a peer's own "
-                    "GB/s x N / aggregate (1.00 = fair).  connect: one "
+                    "(last completion - common start).  fairness: Jain's "
+                    "index of the peers' own GB/s (1.00 all equal, 1/N one "
+                    "peer got everything), and the slowest and fastest peer "
+                    "over the mean.  connect: one "
                     "hixl_connect per peer, all started together, pooled over "
                     "reps.  cores: user+sys CPU time of the whole process "
                     "(every thread; the process CPU clock, /proc/<pid>/stat's "

@@ -105,7 +105,7 @@ static int fan_unhex(const char *s, uint8_t *out, size_t max, size_t *len)
     return 0;
 }
 
-/* ---- target ------------------------------------------------------------------ */
+/* ---- target ------------------------------------------------------------- */
 
 static int fan_ucx_target_main(int fd, void *arg)
 {
@@ -168,7 +168,7 @@ out:
     return rc;
 }
 
-/* ---- creator ----------------------------------------------------------------- */
+/* ---- creator ------------------------------------------------------------ */
 
 static void fan_ucx_err_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
@@ -308,7 +308,7 @@ out:
     return rc;
 }
 
-/* ---- coordinator ------------------------------------------------------------- */
+/* ---- coordinator -------------------------------------------------------- */
 
 int fan_ucx_run(const fan_opts_t *o, unsigned n, fan_result_t *r)
 {

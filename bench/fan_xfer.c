@@ -29,7 +29,7 @@
 #include <string.h>
 #include <time.h>
 
-/* ---- connects ------------------------------------------------------------ */
+/* ---- connects ----------------------------------------------------------- */
 
 typedef struct fan_conn {
     fan_xfer_cfg_t *x;
@@ -103,7 +103,7 @@ int fan_xfer_connect(fan_xfer_cfg_t *x, uint64_t t0, char *err,
     return rc;
 }
 
-/* ---- transfers ------------------------------------------------------------- */
+/* ---- transfers ---------------------------------------------------------- */
 
 typedef struct fan_flow {
     fan_peer_t              *peer;
