@@ -114,6 +114,8 @@ int fan_spawn(fan_child_t *c, const char *name, int cpu, fan_child_fn_t fn,
         if (getppid() != parent) {      /* it died before prctl */
             _exit(FAN_EXIT_ERROR);
         }
+        /* its name in top, perf and ps (threads it starts inherit it) */
+        prctl(PR_SET_NAME, c->name);
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
         signal(SIGHUP, SIG_DFL);

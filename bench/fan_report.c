@@ -436,7 +436,8 @@ static int fan_slope(const fan_row_t *rows, unsigned n, size_t off,
 
     for (i = 0; i < n; ++i) {
         y = *(const double*)((const char*)&rows[i] + off);
-        if (!rows[i].ok || isnan(y)) {
+        /* (a bare-UCX row has no fan run to be ok) */
+        if ((!rows[i].ok && (rows[i].test != FAN_T_UCX)) || isnan(y)) {
             continue;
         }
         x    = rows[i].n;
@@ -537,17 +538,27 @@ static void fan_print_fan(fan_report_t *rep, unsigned test, const char *tls,
 static void fan_print_ucx(fan_report_t *rep, const char *tls, fan_row_t *rows,
                           unsigned nrows)
 {
+    double ts, tf, cs, cf;
     unsigned i;
 
     fan_out(rep, "\nbare UCX over UCX_TLS=%s: N endpoints between two "
-            "processes (public UCP API, set up as a hixl engine), growth / N; "
-            "medians\n", tls);
+            "processes (public UCP API, set up as a hixl engine), one "
+            "descriptor put through each, all in flight together; private "
+            "RSS and fds growth / N; medians\n", tls);
     fan_out(rep, "%4s  %-16s %-16s %-14s %-14s\n", "N", "target KiB/ep",
             "creator KiB/ep", "target fds/ep", "creator fds/ep");
     for (i = 0; i < nrows; ++i) {
         fan_out(rep, "%4u  %-16.1f %-16.1f %-14.2f %-14.2f\n", rows[i].n,
                 rows[i].base_t, rows[i].base_c, rows[i].base_tf,
                 rows[i].base_cf);
+    }
+    if ((fan_slope(rows, nrows, offsetof(fan_row_t, base_t), &ts, &tf) ==
+         0) &&
+        (fan_slope(rows, nrows, offsetof(fan_row_t, base_c), &cs, &cf) ==
+         0)) {
+        fan_out(rep, "      least squares over N: target %.1f KiB per "
+                "endpoint + %.0f KiB once, creator %.1f KiB per endpoint + "
+                "%.0f KiB once\n", ts, tf, cs, cf);
     }
 }
 
@@ -934,7 +945,7 @@ unsigned fan_report_close(fan_report_t *rep)
         }
     }
     if (!rep->o->csv) {
-        if (nrows > 0) {
+        if ((nrows > 0) && (rep->o->tests & (FAN_T_IN | FAN_T_OUT))) {
             fan_out(rep, "\naggregate: every byte of the timed pass(es) / "
                     "(last completion - common start).  fairness: Jain's "
                     "index of the peers' own GB/s (1.00 all equal, 1/N one "

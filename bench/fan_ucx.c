@@ -6,12 +6,16 @@
  * worker; src/peer.c: endpoints from the peer's worker address in error
  * mode PEER, or NONE where no transport can report peer failure):
  *
- *   target   maps 1 MiB with ucp_mem_map(ALLOCATE) (as hixl_alloc_mem),
- *            packs its rkey, and only progresses its worker (as a decode
- *            engine's progress thread)
+ *   target   maps one descriptor's size (-s) with ucp_mem_map(ALLOCATE),
+ *            as hixl_alloc_mem, packs its rkey, and only progresses its
+ *            worker (as a decode engine's progress thread)
  *   creator  creates N endpoints to the target's worker, unpacks the rkey
- *            on each (as a hixl peer does), puts 8 bytes through each and
- *            flushes it, so every endpoint is wired up
+ *            on each (as a hixl peer does), puts one descriptor through
+ *            each, all N in flight together, and flushes them: every
+ *            endpoint is wired up and has moved a descriptor of the fan
+ *            runs' size while the others did, so what UCX allocates for N
+ *            concurrent large puts (tcp) is in its count as it is in the
+ *            engines'
  *
  * The coordinator samples both processes' RSS and fds before and after:
  * growth / N is UCX's own cost per endpoint on the passive side (compare
@@ -28,7 +32,10 @@
 #include <ucp/api/ucp.h>
 #include <ucs/config/global_opts.h>
 
-#define FAN_UCX_REGION  (1u << 20)
+/* what the processes get from the coordinator */
+typedef struct fan_ucx_cfg {
+    size_t len;                    /* one descriptor */
+} fan_ucx_cfg_t;
 
 typedef struct fan_ucx {
     ucp_context_h ctx;
@@ -109,6 +116,7 @@ static int fan_unhex(const char *s, uint8_t *out, size_t max, size_t *len)
 
 static int fan_ucx_target_main(int fd, void *arg)
 {
+    const fan_ucx_cfg_t *cfg = arg;
     ucp_mem_map_params_t mp;
     ucp_mem_attr_t attr;
     ucp_address_t *addr = NULL;
@@ -126,7 +134,7 @@ static int fan_ucx_target_main(int fd, void *arg)
     memset(&mp, 0, sizeof(mp));
     mp.field_mask  = UCP_MEM_MAP_PARAM_FIELD_LENGTH |
                      UCP_MEM_MAP_PARAM_FIELD_FLAGS;
-    mp.length      = FAN_UCX_REGION;
+    mp.length      = cfg->len;
     mp.flags       = UCP_MEM_MAP_ALLOCATE;
     attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
     if ((ucp_mem_map(u.ctx, &mp, &memh) != UCS_OK) ||
@@ -138,7 +146,7 @@ static int fan_ucx_target_main(int fd, void *arg)
         fan_child_send(fd, "ERR msg=UCX set-up of the target failed");
         goto out;
     }
-    memset(attr.address, 0, FAN_UCX_REGION);
+    memset(attr.address, 0, cfg->len);
     fan_child_send(fd, "READY addr=%s rkey=%s base=%" PRIu64, ahex, rhex,
                    (uint64_t)(uintptr_t)attr.address);
     /* progress until QUIT: a passive side over tcp must accept and answer
@@ -189,11 +197,17 @@ static ucs_status_t fan_ucx_wait(ucp_worker_h w, ucs_status_ptr_t req,
     while ((st = ucp_request_check_status(req)) == UCS_INPROGRESS) {
         ucp_worker_progress(w);
         if (fan_now_ns() > deadline) {
+            /* a cancelled request completes at the next progress; if UCX
+             * holds it longer, leave it to ucp_worker_destroy */
             ucp_request_cancel(w, req);
-            while (ucp_request_check_status(req) == UCS_INPROGRESS) {
+            deadline += 5000000000ull;
+            while ((ucp_request_check_status(req) == UCS_INPROGRESS) &&
+                   (fan_now_ns() < deadline)) {
                 ucp_worker_progress(w);
             }
-            ucp_request_free(req);
+            if (ucp_request_check_status(req) != UCS_INPROGRESS) {
+                ucp_request_free(req);
+            }
             return UCS_ERR_TIMED_OUT;
         }
     }
@@ -233,13 +247,15 @@ static ucs_status_t fan_ucx_ep(fan_ucx_t *u, const ucp_address_t *addr,
 
 static int fan_ucx_creator_main(int fd, void *arg)
 {
+    const fan_ucx_cfg_t *cfg = arg;
     static uint8_t addr[65536], rkbuf[65536];
     ucp_request_param_t rp;
     ucp_ep_h *eps = NULL;
     ucp_rkey_h *rkeys = NULL;
+    ucs_status_ptr_t *reqs = NULL;
     size_t addr_len, rk_len;
     uint64_t n = 0, base, i, deadline, t0;
-    uint64_t word = 0x0123456789abcdefull;
+    uint8_t *src = NULL;
     ucs_status_t st = UCS_OK;
     fan_ucx_t u;
     char *line;
@@ -248,6 +264,13 @@ static int fan_ucx_creator_main(int fd, void *arg)
     if (fan_ucx_init(&u, fd) != 0) {
         return FAN_EXIT_ERROR;
     }
+    /* the source, touched before the coordinator's first sample */
+    src = malloc(cfg->len);
+    if (src == NULL) {
+        fan_child_send(fd, "ERR msg=out of memory");
+        goto out;
+    }
+    memset(src, 0x5a, cfg->len);
     fan_child_send(fd, "READY");
     if ((fan_child_recv(fd, &line) != 0) || strncmp(line, "EPS ", 4) ||
         fan_kv_u64(line, "n", &n) || (n == 0) || (n > FAN_MAX_N) ||
@@ -259,31 +282,47 @@ static int fan_ucx_creator_main(int fd, void *arg)
     }
     eps   = calloc(n, sizeof(*eps));
     rkeys = calloc(n, sizeof(*rkeys));
-    if ((eps == NULL) || (rkeys == NULL)) {
+    reqs  = calloc(n, sizeof(*reqs));
+    if ((eps == NULL) || (rkeys == NULL) || (reqs == NULL)) {
         fan_child_send(fd, "ERR msg=out of memory");
         goto out;
     }
     memset(&rp, 0, sizeof(rp));
     t0       = fan_now_ns();
     deadline = t0 + 60ull * 1000000000ull;
+    /* every endpoint first, then a put on each, all in flight together
+     * (as N engines writing at once: the target receives them together),
+     * then a flush of each */
     for (i = 0; (i < n) && (st == UCS_OK); ++i) {
         st = fan_ucx_ep(&u, (const ucp_address_t*)addr, &eps[i]);
         if (st == UCS_OK) {
             st = ucp_ep_rkey_unpack(eps[i], rkbuf, &rkeys[i]);
         }
-        if (st == UCS_OK) {
-            st = fan_ucx_wait(u.worker, ucp_put_nbx(eps[i], &word,
-                              sizeof(word), base + 8 * (i % 1024), rkeys[i],
-                              &rp), deadline);
+    }
+    for (i = 0; (i < n) && (st == UCS_OK); ++i) {
+        reqs[i] = ucp_put_nbx(eps[i], src, cfg->len, base, rkeys[i], &rp);
+        st      = UCS_PTR_IS_ERR(reqs[i]) ? UCS_PTR_STATUS(reqs[i]) : UCS_OK;
+    }
+    for (i = 0; i < n; ++i) {
+        if (!UCS_PTR_IS_ERR(reqs[i]) && (reqs[i] != NULL) &&
+            (fan_ucx_wait(u.worker, reqs[i], deadline) != UCS_OK)) {
+            st = UCS_ERR_TIMED_OUT;
         }
-        if (st == UCS_OK) {
-            st = fan_ucx_wait(u.worker, ucp_ep_flush_nbx(eps[i], &rp),
-                              deadline);
+        reqs[i] = NULL;
+    }
+    for (i = 0; (i < n) && (st == UCS_OK); ++i) {
+        reqs[i] = ucp_ep_flush_nbx(eps[i], &rp);
+        st      = UCS_PTR_IS_ERR(reqs[i]) ? UCS_PTR_STATUS(reqs[i]) : UCS_OK;
+    }
+    for (i = 0; i < n; ++i) {
+        if (!UCS_PTR_IS_ERR(reqs[i]) && (reqs[i] != NULL) &&
+            (fan_ucx_wait(u.worker, reqs[i], deadline) != UCS_OK)) {
+            st = UCS_ERR_TIMED_OUT;
         }
     }
     if (st != UCS_OK) {
-        fan_child_send(fd, "ERR msg=endpoint %" PRIu64 " of %" PRIu64 ": %s",
-                       i, n, ucs_status_string(st));
+        fan_child_send(fd, "ERR msg=%" PRIu64 " endpoints: %s", n,
+                       ucs_status_string(st));
         goto out;
     }
     fan_child_send(fd, "DONE ms=%.3f", (double)(fan_now_ns() - t0) / 1e6);
@@ -304,6 +343,8 @@ out:
     }
     free(eps);
     free(rkeys);
+    free(reqs);
+    free(src);
     fan_ucx_fini(&u);
     return rc;
 }
@@ -313,6 +354,7 @@ out:
 int fan_ucx_run(const fan_opts_t *o, unsigned n, fan_result_t *r)
 {
     fan_child_t *c = fan_children(2);   /* [0] target, [1] creator */
+    fan_ucx_cfg_t cfg = {o->desc_size};
     fan_sample_t t0, t1, c0, c1;
     const char *a, *k, *b;
     int rc = -1;
@@ -322,9 +364,9 @@ int fan_ucx_run(const fan_opts_t *o, unsigned n, fan_result_t *r)
         return -1;
     }
     if ((fan_spawn(&c[0], "ucx-target", o->pin_decode, fan_ucx_target_main,
-                   NULL) != 0) ||
+                   &cfg) != 0) ||
         (fan_spawn(&c[1], "ucx-creator", o->pin_prefill, fan_ucx_creator_main,
-                   NULL) != 0) ||
+                   &cfg) != 0) ||
         (fan_recv_all(c, 2, fan_now_ns() + 30000000000ull, "READY") != 0) ||
         (fan_proc_sample(c[0].pid, &t0) != 0) ||
         (fan_proc_sample(c[1].pid, &c0) != 0)) {
