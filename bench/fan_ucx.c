@@ -147,6 +147,9 @@ static int fan_ucx_target_main(int fd, void *arg)
         goto out;
     }
     memset(attr.address, 0, cfg->len);
+    /* the passive side: what fails is reported by the creator's statuses,
+     * and a creator's exit makes UCX log each lost tcp connection here */
+    ucs_global_opts.log_component.log_level = UCS_LOG_LEVEL_FATAL;
     fan_child_send(fd, "READY addr=%s rkey=%s base=%" PRIu64, ahex, rhex,
                    (uint64_t)(uintptr_t)attr.address);
     /* progress until QUIT: a passive side over tcp must accept and answer
@@ -330,8 +333,9 @@ static int fan_ucx_creator_main(int fd, void *arg)
         rc = FAN_EXIT_OK;
     }
 out:
-    rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    rp.flags        = UCP_EP_CLOSE_FLAG_FORCE;
+    /* a flushing close: a forced one makes the target's UCX log every
+     * connection it loses as an ERROR */
+    memset(&rp, 0, sizeof(rp));
     for (i = 0; (eps != NULL) && (i < n); ++i) {
         if (rkeys[i] != NULL) {
             ucp_rkey_destroy(rkeys[i]);
