@@ -1,0 +1,29 @@
+#!/bin/sh
+# bench/fan with tiny sizes, so that the benchmark cannot rot: fan-in and
+# fan-out with N = 1, 2 (and the bare-UCX baseline they run), then the cold
+# test once, over shared memory and tcp.  It asserts what fan itself
+# checks: every run completed and the receiving side verified every byte
+# (exit status 0; 3 means bad data).  It measures nothing.
+set -u
+# automake runs tests from the build directory (VPATH builds included)
+builddir=$(pwd)
+fan=$builddir/../bench/fan
+[ -x "$fan" ] || { echo "no $fan: skipped (make, then make check)"; exit 77; }
+command -v timeout >/dev/null || { echo "no timeout(1): skipped"; exit 77; }
+unset UCX_TLS
+
+rc=0
+run() {
+    echo "fan $*"
+    out=$(timeout 300 "$fan" "$@" --out "" -q 2>&1)
+    st=$?
+    if [ $st -ne 0 ]; then
+        echo "$out" | tail -20
+        echo "FAILED: exit status $st"
+        rc=1
+    fi
+}
+run -t fan_in,fan_out -N 2 -T 4M -s 256K -r 1 --idle 0.1 \
+    --tls sm --tls tcp
+run -t cold -T 4M -s 1M -r 1 --tls sm --tls tcp
+exit $rc
