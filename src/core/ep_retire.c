@@ -19,11 +19,13 @@ struct hixl_retire {
     uint64_t       id;            /* UNBIND's cookie, echoed in the ACK */
     ucp_ep_h       ep;
     hixl_ep_err_t *err;
-    int            unbind;        /* an answer is awaited */
-    uint64_t       deadline_ns;   /* for the answer, from the flush's end */
+    int            unbind;        /* the listener is asked to close too */
+    uint64_t       conn;          /* the listener's id of the connection */
+    uint64_t       deadline_ns;   /* for the answer, from UNBIND's send */
     /* under the list's lock: */
     int            answered;
     int            flushed;       /* 1 done, -1 done with an error */
+    int            unbind_sent;
     /* the list's and the flush's (whichever ends last frees it) */
     atomic_int     refs;
     char           name[HIXL_ENGINE_NAME_MAX + 1];
@@ -54,8 +56,7 @@ static void hixl_retire_flushed(void *request, ucs_status_t status,
 
     ucp_request_free(request);
     pthread_mutex_lock(&l->lock);
-    r->flushed     = (status == UCS_OK) ? 1 : -1;
-    r->deadline_ns = hixl_deadline_ns(HIXL_RETIRE_WAIT_MS);
+    r->flushed = (status == UCS_OK) ? 1 : -1;
     pthread_mutex_unlock(&l->lock);
     hixl_retire_release(r);
 }
@@ -73,8 +74,7 @@ static void hixl_retire_flush(hixl_retire_t *r)
     param.user_data    = r;
     sp = ucp_ep_flush_nbx(r->ep, &param);
     if (!UCS_PTR_IS_PTR(sp)) {
-        r->flushed     = UCS_PTR_IS_ERR(sp) ? -1 : 1;
-        r->deadline_ns = hixl_deadline_ns(HIXL_RETIRE_WAIT_MS);
+        r->flushed = UCS_PTR_IS_ERR(sp) ? -1 : 1;
         hixl_retire_release(r);   /* no callback will come */
     }
 }
@@ -85,7 +85,7 @@ uint64_t hixl_retire_start(hixl_engine_t *engine, ucp_ep_h ep,
 {
     hixl_retires_t *l = &engine->retires;
     hixl_retire_t *r  = calloc(1, sizeof(*r));
-    hixl_am_hdr_t h;
+    uint64_t id;
 
     if (r == NULL) {   /* no memory: a forced close, whatever it meets */
         hixl_ep_close_now(ep, err, 1, name);
@@ -97,26 +97,21 @@ uint64_t hixl_retire_start(hixl_engine_t *engine, ucp_ep_h ep,
     r->ep     = ep;
     r->err    = err;
     r->unbind = unbind;
+    r->conn   = conn;
     snprintf(r->name, sizeof(r->name), "%s", name);
     pthread_mutex_lock(&l->lock);
-    r->id   = ++l->next_id;
+    r->id   = id = ++l->next_id;
     r->next = l->head;
     l->head = r;
     atomic_fetch_add(&l->count, 1);
-    if (unbind) {
-        hixl_am_hdr_init(&h);
-        h.conn   = conn;
-        h.cookie = r->id;
-        h.flags  = HIXL_AM_FLAG_ERR_PEER;
-        hixl_am_send_small(engine, ep, HIXL_AM_UNBIND, &h, NULL, 0,
-                           UCP_AM_SEND_FLAG_REPLY, NULL, NULL);
-    }
-    /* under the lock: its completion may come from another thread's
-     * progress at once */
+    /* UNBIND goes once the flush is done (hixl_retire_unbind): a tcp
+     * flush asks the other side for an acknowledgement, which its end must
+     * still be open to send.  Under the lock: the flush's completion may
+     * come from another thread's progress at once. */
     hixl_retire_flush(r);
     pthread_mutex_unlock(&l->lock);
     hixl_progress_kick(engine);
-    return r->id;
+    return id;   /* r may be gone already: another thread's progress */
 }
 
 int hixl_retire_done(hixl_engine_t *engine, uint64_t id)
@@ -146,7 +141,40 @@ static int hixl_retire_due(const hixl_retire_t *r, uint64_t now)
         return 0;   /* its queue may be blocked (fact 3) */
     }
     return !r->unbind || r->answered || (r->flushed < 0) ||
-           (now >= r->deadline_ns);
+           (r->unbind_sent && (now >= r->deadline_ns));
+}
+
+#define HIXL_RETIRE_BATCH 16
+
+/* Send UNBIND on the endpoints whose flush is done (from progress, not
+ * from the flush's callback: UCX is inside its progress there). */
+static void hixl_retire_unbind(hixl_engine_t *engine)
+{
+    hixl_retires_t *l = &engine->retires;
+    ucp_ep_h eps[HIXL_RETIRE_BATCH];
+    hixl_am_hdr_t h[HIXL_RETIRE_BATCH];
+    hixl_retire_t *r;
+    size_t n = 0, i;
+
+    pthread_mutex_lock(&l->lock);
+    for (r = l->head; (r != NULL) && (n < HIXL_RETIRE_BATCH); r = r->next) {
+        if (!r->unbind || r->unbind_sent || (r->flushed != 1)) {
+            continue;
+        }
+        r->unbind_sent = 1;
+        r->deadline_ns = hixl_deadline_ns(HIXL_RETIRE_WAIT_MS);
+        hixl_am_hdr_init(&h[n]);
+        h[n].conn   = r->conn;
+        h[n].cookie = r->id;
+        h[n].flags  = HIXL_AM_FLAG_ERR_PEER;
+        eps[n++]    = r->ep;   /* closed only from progress, by its taker:
+                                  not before its answer or deadline */
+    }
+    pthread_mutex_unlock(&l->lock);
+    for (i = 0; i < n; ++i) {
+        hixl_am_send_small(engine, eps[i], HIXL_AM_UNBIND, &h[i], NULL, 0,
+                           UCP_AM_SEND_FLAG_REPLY, NULL, NULL);
+    }
 }
 
 /* Take out of the list those whose endpoint may close now, for closing
@@ -185,6 +213,7 @@ static unsigned hixl_retire_progress(hixl_engine_t *engine)
     if (atomic_load(&engine->retires.count) == 0) {
         return 0;
     }
+    hixl_retire_unbind(engine);
     for (r = hixl_retire_take_due(&engine->retires); r != NULL; r = next) {
         next = r->next;
         /* a flush still out (UCX's error cut it short) is called back

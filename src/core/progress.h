@@ -67,6 +67,8 @@ typedef struct hixl_progress {
     atomic_uint        busy;          /* work in flight: keep polling */
     atomic_int         urgent;        /* run periodic work at once */
     atomic_int         flush_wanted;  /* an endpoint flush is due */
+    uint64_t           gap_ns;        /* between events, smoothed (the
+                                         thread's own) */
     hixl_progress_fn_t fns[HIXL_PROGRESS_MAX_FNS];
     unsigned           nfns;
     hixl_poll_fn_t     poll_fns[HIXL_POLL_KINDS];

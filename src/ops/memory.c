@@ -18,6 +18,7 @@
  */
 #include "config.h"
 #include "ops/memory.h"
+#include "core/ucx_tls.h"
 #include "ctrl/dispatch.h"
 #include "device/device_mem.h"
 #include "util/clock.h"
@@ -511,6 +512,7 @@ void hixl_memory_cleanup(hixl_engine_t *engine)
 static hixl_rpath_t hixl_rregion_path(hixl_engine_t *engine,
                                       hixl_peer_t *peer, hixl_rregion_t *rr)
 {
+    static const char *const sm[] = {"sm", "posix", "sysv", "mm"};
     hixl_rpath_t other = peer->cma_pid ? HIXL_RPATH_CMA : HIXL_RPATH_AM;
     void *mapped;
 
@@ -525,9 +527,14 @@ static hixl_rpath_t hixl_rregion_path(hixl_engine_t *engine,
     case HIXL_DATA_PATH_CMA:
         return other;
     default:
+        /* UCX maps memory it allocated whatever UCX_TLS says, but only an
+         * endpoint with a shared-memory lane puts into that mapping: with
+         * UCX_TLS=tcp its puts would be tcp puts, which abort the target
+         * when this engine dies (core/am_xfer.h) */
         return (peer->ep_rdma ||
-                (ucp_rkey_ptr(rr->rkey, rr->range.addr, &mapped) == UCS_OK)) ?
-               HIXL_RPATH_UCX : other;
+                (hixl_ucx_tls_allows(sm, sizeof(sm) / sizeof(sm[0])) &&
+                 (ucp_rkey_ptr(rr->rkey, rr->range.addr, &mapped) ==
+                  UCS_OK))) ? HIXL_RPATH_UCX : other;
     }
 }
 
