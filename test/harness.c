@@ -52,6 +52,10 @@ void hx_clear_hixl_env(void)
             break;
         }
     }
+    /* CANN's variables that RdmaTrafficClass / RdmaServiceLevel fall back
+     * to are options too */
+    unsetenv("HCCL_RDMA_TC");
+    unsetenv("HCCL_RDMA_SL");
 }
 
 int hx_main(Suite *suite)

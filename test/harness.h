@@ -55,7 +55,8 @@ int hx_main(Suite *suite);
 /* A test case with the harness' timeout and teardown (kills targets). */
 TCase *hx_tcase(const char *name);
 
-/* Remove every HIXL_* variable from the environment, so the developer's
+/* Remove every HIXL_* variable (and HCCL_RDMA_TC / _SL, which options read)
+ * from the environment, so the developer's
  * shell cannot change what a test sees.  hx_main() calls it. */
 void hx_clear_hixl_env(void);
 
