@@ -7,9 +7,7 @@
  * Paths and the tests that cover them (device.h):
  *   IPC   (same node: import + one device copy)  test_ipc_host_device,
  *         test_ipc_device_device, test_batch_mixed, test_layer_flush,
- *         test_notify_after_data; and two engines of one process, where
- *         the peer's memory is this process' own (no import):
- *         test_same_process
+ *         test_notify_after_data
  *   UCX   (both sides NIC-registered)             test_nic_forced
  *   STAGE (pipelined through BufferPool)          test_staging_auto,
  *         test_staging_forced, test_batch_mixed, test_layer_flush,
@@ -122,72 +120,6 @@ START_TEST(test_ipc_device_device)
     hx_ok(hixl_finalize(e));
     hx_dev_target_stop(&t);
     hx_dev_free(dev);
-}
-END_TEST
-
-/* Two engines in one process, device to device (CANN hixl's
- * hixl_example_d2rd) and device to the peer's host memory (d2rh with
- * BufferPool "0:0"): the runtime refuses a process the import of its own
- * export, and no import is needed: the peer's memory is used in place.
- * The IPC path is forced and the staging pool is off, so nothing else can
- * carry these bytes. */
-START_TEST(test_same_process)
-{
-    hixl_transfer_op_desc_t d[2];
-    hixl_engine_t *a, *b;
-    uint8_t *da, *db, *host, *hb;
-    const char *bname;
-
-    hx_use_tls(_i);
-    b = hx_engine("127.0.0.1:0", "hixl.ListenEphemeral", "1",
-                  "hixl.PluginDir", HX_PLUGIN_DIR, "hixl.PluginRuntime",
-                  hx_acl_runtime_opt(), "BufferPool", "0:0", NULL);
-    a = it_engine("hixl.DevicePath", "ipc", "BufferPool", "0:0");
-    bname = hixl_engine_name(b);
-    hx_connect(a, bname);
-    /* registered after the connect: announced to A in MEM_ADD */
-    db   = hx_dev_alloc(2, 4 * MIB);
-    hx_register_dev(b, db, 4 * MIB);
-    da   = hx_dev_alloc(0, 4 * MIB);
-    hx_register_dev(a, da, 4 * MIB);
-    host = hx_alloc_pages(MIB);
-    hx_register(a, host, MIB);
-
-    /* WRITE: D2D (device 0 -> 2) and H2D, in one transfer */
-    hx_dev_fill(da, 5, 2 * MIB + 3, SEED, 0);
-    hx_pat_fill(host, MIB, SEED + 1, 0);
-    d[0] = it_desc(da + 5, (uintptr_t)db + 77, 2 * MIB + 3);
-    d[1] = it_desc(host, (uintptr_t)db + 3 * MIB, MIB);
-    hx_transfer(a, bname, HIXL_WRITE, d, 2, 1);
-    hx_dev_assert(db, 77, 2 * MIB + 3, SEED, 0, "WRITE D2D, same process");
-    hx_dev_assert(db, 3 * MIB, MIB, SEED + 1, 0, "WRITE H2D, same process");
-
-    /* READ: D2D (device 2 -> 0) and D2H */
-    hx_dev_fill(db, 2 * MIB + 4096, 64 * 1024, SEED + 2, 0);
-    memset(host, 0, MIB);
-    d[0] = it_desc(da + 3 * MIB, (uintptr_t)db + 2 * MIB + 4096, 64 * 1024);
-    d[1] = it_desc(host, (uintptr_t)db + 77, MIB);
-    hx_transfer(a, bname, HIXL_READ, d, 2, 0);
-    hx_dev_assert(da, 3 * MIB, 64 * 1024, SEED + 2, 0, "READ D2D");
-    hx_pat_assert(host, MIB, SEED, 0, "READ D2H, same process");
-
-    /* device here <-> host memory of the peer engine */
-    hb = hx_alloc_pages(2 * MIB);
-    hx_register(b, hb, 2 * MIB);
-    d[0] = it_desc(da + 5, (uintptr_t)hb + 3, 2 * MIB - 3);
-    hx_transfer(a, bname, HIXL_WRITE, d, 1, 1);
-    hx_pat_assert(hb + 3, 2 * MIB - 3, SEED, 0, "WRITE to the peer's host");
-    hx_pat_fill(hb, MIB, SEED + 3, 0);
-    d[0] = it_desc(da + 2 * MIB, (uintptr_t)hb, MIB);
-    hx_transfer(a, bname, HIXL_READ, d, 1, 0);
-    hx_dev_assert(da, 2 * MIB, MIB, SEED + 3, 0, "READ from the peer's host");
-
-    hx_ok(hixl_finalize(a));
-    hx_ok(hixl_finalize(b));
-    hx_dev_free(da);
-    hx_dev_free(db);
-    hx_free_pages(host, MIB);
-    hx_free_pages(hb, 2 * MIB);
 }
 END_TEST
 
@@ -700,7 +632,6 @@ int main(void)
     tcase_add_test(ipc, test_ipc_host_device);
     tcase_add_test(ipc, test_ipc_device_device);
     tcase_add_test(ipc, test_revoke_device_region);
-    tcase_add_loop_test(ipc, test_same_process, 0, hx_tls_count);
     tcase_add_loop_test(stage, test_staging_auto, 0, hx_tls_count);
     tcase_add_loop_test(stage, test_staging_forced, 0, hx_tls_count);
     tcase_add_loop_test(stage, test_batch_mixed, 0, hx_tls_count);
