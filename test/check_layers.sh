@@ -6,7 +6,8 @@
 # A file includes "layer/header.h" of its own layer or one below, or a
 # header of its own folder by its bare name.  The compatibility surfaces
 # (compat/, but for compat_support.c, the bridge the core implements for
-# them) see only the public headers <hixl/...> and compat/compat.h: they are
+# them) see only the public headers <hixl/...>, <cs/...> and
+# compat/compat.h, and headers of compat/ that obey the same rule: they are
 # layers over the public API, not over the inside.  Prints every violation.
 srcdir=${srcdir:-$(dirname "$0")}
 src="$srcdir/../src"
@@ -31,8 +32,14 @@ for dir in $order; do
         for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do
             [ "$inc" = "config.h" ] && continue
             if [ "$dir" = compat ] && [ "$name" != compat_support.c ]; then
-                if [ "$inc" != compat.h ]; then
-                    echo "src/$dir/$name includes \"$inc\": the compatibility surfaces see only <hixl/...> and compat.h"
+                # compat.h, or a header of a surface's own in compat/
+                # (itself checked here, so the rule holds through it)
+                case "$inc" in
+                */*|compat_support.*) ok=0 ;;
+                *) if [ -f "$src/compat/$inc" ]; then ok=1; else ok=0; fi ;;
+                esac
+                if [ $ok = 0 ]; then
+                    echo "src/$dir/$name includes \"$inc\": the compatibility surfaces see only <hixl/...>, <cs/...>, compat.h and their own headers"
                     bad=1
                 fi
                 continue

@@ -52,6 +52,10 @@ void hx_clear_hixl_env(void)
             break;
         }
     }
+    /* CANN's variables that RdmaTrafficClass / RdmaServiceLevel fall back
+     * to are options too */
+    unsetenv("HCCL_RDMA_TC");
+    unsetenv("HCCL_RDMA_SL");
     /* only the build tree's plugins, whatever copy is installed */
     setenv("HIXL_PLUGIN_INSTALL_DIR", "", 1);
 }

@@ -55,11 +55,11 @@ int hx_main(Suite *suite);
 /* A test case with the harness' timeout and teardown (kills targets). */
 TCase *hx_tcase(const char *name);
 
-/* Remove every HIXL_* variable from the environment, so the developer's
- * shell cannot change what a test sees, and keep the installed plugin
- * directory out of the search (HIXL_PLUGIN_INSTALL_DIR=""): the tests see
- * their build tree only, before or after make install.  hx_main() calls
- * it. */
+/* Remove every HIXL_* variable (and HCCL_RDMA_TC / _SL, which options
+ * read) from the environment, so the developer's shell cannot change what
+ * a test sees, and keep the installed plugin directory out of the search
+ * (HIXL_PLUGIN_INSTALL_DIR=""): the tests see their build tree only,
+ * before or after make install.  hx_main() calls it. */
 void hx_clear_hixl_env(void);
 
 /* ---- transports --------------------------------------------------------- */

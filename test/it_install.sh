@@ -135,6 +135,16 @@ else
     rc=1
 fi
 
+# ---- CANN hixl's C interface, under CANN's header names ---------------------
+printf '#include <cs/hixl_cs.h>\n#include <hixl/hixl.h>\nint main(void) { HixlStatus s = HIXL_SUCCESS; HixlServerHandle h = 0; return (int)s + (HixlCSServerDestroy(h) == HIXL_PARAM_INVALID ? 0 : 1); }\n' > cs_consumer.c
+if $CC $san -I"$includedir" cs_consumer.c -L"$libdir" -Wl,-rpath,"$libdir" \
+       -lhixl-ucx -o cs_consumer >"$tmp/cs.log" 2>&1 && ./cs_consumer; then
+    echo "PASS: cs/hixl_cs.h and hcomm/hcomm_res_defs.h installed, HixlCS* linked"
+else
+    echo "FAIL: CANN's C interface as installed:"; cat "$tmp/cs.log"
+    rc=1
+fi
+
 # ---- installed files: man pages, Python module ---------------------------
 for page in hixl_info put_bw pd_pipeline; do
     if [ -n "${HIXL_MANDIR:-}" ] && [ ! -f "$root$HIXL_MANDIR/man1/$page.1" ]; then
@@ -151,8 +161,8 @@ if [ -n "${HIXL_PYTHONDIR:-}" ] && [ -n "${PYTHON:-}" ] &&
              ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
              PYTHONPATH=$root$HIXL_PYTHONDIR \
              HIXL_UCX_LIB=$libdir/libhixl-ucx.so.0 "$PYTHON" -c \
-             'import hixl_ucx; print(hixl_ucx.version(), hixl_ucx.__file__)' 2>&1); then
-        echo "PASS: Python module installed: $out"
+             'import hixl_ucx, hixl; print(hixl_ucx.version(), hixl_ucx.__file__, hixl.__file__, len(hixl.__all__))' 2>&1); then
+        echo "PASS: Python modules (hixl_ucx, and hixl: CANN's name) installed: $out"
     else
         echo "FAIL: installed Python module: $out"
         rc=1

@@ -65,6 +65,12 @@ case $where in
     "$tmp/venv/"*) echo "PASS: import hixl_ucx from the venv ($where)" ;;
     *) echo "FAIL: hixl_ucx came from $where, not the venv"; rc=1 ;;
 esac
+# and CANN hixl's module name, from the same wheel
+where=$("$py" -c 'import hixl; print(hixl.__file__, len(hixl.__all__))')
+case $where in
+    "$tmp/venv/"*" 44") echo "PASS: import hixl from the venv ($where)" ;;
+    *) echo "FAIL: hixl came from $where, not the venv"; rc=1 ;;
+esac
 
 # a path that is given must be the one used
 out=$(HIXL_UCX_LIB=$tmp/no-such-libhixl-ucx.so.0 "$py" -c \

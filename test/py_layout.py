@@ -2,7 +2,8 @@
 
 Writes a C program from what the Python package declares (every structure
 and field of hixl_ucx._ctypes, every status, enum value and bound of
-hixl_ucx._constants), compiles it against include/hixl/hixl.h with $CC and
+hixl_ucx._constants: async connect states and features included),
+compiles it against include/hixl/hixl.h with $CC and
 compares what the compiler says (sizeof, offsetof, values) with ctypes.  A
 field the header does not have fails to compile; one laid out differently
 fails the comparison.  Also: every function the package binds is declared
@@ -58,8 +59,13 @@ def constants():
             out["HIXL_" + m.name] = int(m)
     for m in _constants.TransferStatus:
         out["HIXL_TRANSFER_" + m.name] = int(m)
+    for m in _constants.AsyncConnectStatus:
+        out["HIXL_ASYNC_" + m.name] = int(m)
+    for m in _constants.FeatureType:
+        out["HIXL_FEATURE_" + m.name] = int(m)
     out["HIXL_TRANSFER_ARG_TIMEOUT"] = _ctypes.ARG_TIMEOUT
     out["HIXL_TRANSFER_ARG_NOTIFY"] = _ctypes.ARG_NOTIFY
+    out["HIXL_TRANSFER_ARG_USER_DATA"] = _ctypes.ARG_USER_DATA
     out["HIXL_NOTIFY_NAME_MAX"] = _constants.NOTIFY_NAME_MAX
     out["HIXL_ENGINE_NAME_MAX"] = _constants.ENGINE_NAME_MAX
     return out

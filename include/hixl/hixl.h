@@ -527,10 +527,13 @@ HIXL_API hixl_status_t hixl_plugin_print(FILE *stream,
 }
 #endif
 
+#endif /* HIXL_HIXL_H_ */
+
 /* C++ code written against CANN hixl includes <hixl/hixl.h> and expects the
- * class hixl::Hixl: give it the header-only one (HIXL_NO_CXX_API: C only). */
+ * class hixl::Hixl: give it the header-only one (HIXL_NO_CXX_API: C only).
+ * Outside the include guard, so that a header that took only the C API
+ * first (hixl_types.h, cs/hixl_cs.h) does not keep a later #include
+ * <hixl/hixl.h> from giving the class; hixl.hpp has its own guard. */
 #if defined(__cplusplus) && !defined(HIXL_NO_CXX_API)
 #include <hixl/hixl.hpp>
 #endif
-
-#endif /* HIXL_HIXL_H_ */

@@ -3,12 +3,16 @@
  * header-only, for code written against hixl::Hixl.
  *
  * Same names, values, layouts and defaults as CANN hixl: Status and its
- * constants, MemType, TransferOp, TransferStatus, MemDesc, TransferOpDesc,
- * TransferArgs, NotifyDesc, MemHandle, TransferReq, FeatureType, the
- * OPTION_* keys, and AscendString (ge::AscendString, aliased as
- * hixl::AscendString).  Not declared: AsyncConnectStatus,
- * GetTransferStatusArgs and TransferResult, which only serve the methods
- * hixl.hpp leaves out.
+ * constants, MemType, TransferOp, TransferStatus, AsyncConnectStatus,
+ * MemDesc, TransferOpDesc, TransferArgs, GetTransferStatusArgs,
+ * TransferResult, NotifyDesc, MemHandle, TransferReq, FeatureType and the
+ * FEATURE_* values, the OPTION_* keys, the ASCEND_FUNC_VISIBILITY macro,
+ * and AscendString (ge::AscendString, aliased as hixl::AscendString).
+ *
+ * C++14 or later, as CANN hixl's own header: MemDesc, TransferArgs and the
+ * others have default member initializers, so in C++11 they are not
+ * aggregates and RegisterMem({ptr, len}, ...) does not compile (with CANN's
+ * header neither); code that builds them field by field compiles as C++11.
  *
  * AscendString.  When CANN's graph/ascend_string.h was included before this
  * header, its ge::AscendString is used as is.  Otherwise this header defines
@@ -143,6 +147,15 @@ struct hash<ge::AscendString> {
 }  // namespace std
 #endif  // INC_EXTERNAL_GRAPH_ASCEND_STRING_H_
 
+/* CANN's export macro, which code written for it may use too. */
+#ifndef ASCEND_FUNC_VISIBILITY
+#ifdef FUNC_VISIBILITY
+#define ASCEND_FUNC_VISIBILITY __attribute__((visibility("default")))
+#else
+#define ASCEND_FUNC_VISIBILITY
+#endif
+#endif
+
 namespace hixl {
 
 using Status = uint32_t;
@@ -154,15 +167,18 @@ using MemHandle = void *;
 // are appended there.
 enum FeatureType : int32_t {
   AUTO_CONNECT = 0,        // option AutoConnect: supported
-  CLIENT_SERVER_COMM = 1,  // CANN's HIXL_CS client/server API: not provided
+  CLIENT_SERVER_COMM = 1,  // an engine listens, others connect: supported
 };
 
 constexpr int32_t FEATURE_SUPPORTED = 1;
 constexpr int32_t FEATURE_NOT_SUPPORTED = 0;
 
-// Option keys hixl defines.  BufferPool, RdmaTrafficClass, RdmaServiceLevel
-// and AutoConnect are honoured (see hixl_config_print); the Ascend-only ones
-// are declared so that code naming them compiles.
+// Option keys hixl defines, all accepted (hixl_info says what each does
+// here).  BufferPool, RdmaTrafficClass, RdmaServiceLevel, AutoConnect and
+// GlobalResourceConfig's connect_pool.* are honoured; EnableUseFabricMem,
+// LocalCommRes and the rest of GlobalResourceConfig configure Ascend
+// hardware that UCX replaces: validated as CANN validates them, and
+// otherwise without effect.
 constexpr const char OPTION_ENABLE_USE_FABRIC_MEM[] = "EnableUseFabricMem";
 constexpr const char OPTION_RDMA_TRAFFIC_CLASS[] = "RdmaTrafficClass";
 constexpr const char OPTION_RDMA_SERVICE_LEVEL[] = "RdmaServiceLevel";
@@ -227,11 +243,51 @@ static_assert(static_cast<int>(TransferStatus::WAITING) == HIXL_TRANSFER_WAITING
                   static_cast<int>(TransferStatus::FAILED) == HIXL_TRANSFER_FAILED,
               "TransferStatus order differs from hixl.h");
 
-// Optional arguments of TransferAsync.  user_data is carried for source
-// compatibility; libhixl-ucx does not use it.
+// State of a connection made with ConnectAsync / DisconnectAsync.
+enum class AsyncConnectStatus {
+  NOT_CONNECT,
+  CONNECT_PENDING,
+  CONNECTING,
+  CONNECTED,
+  CONNECT_FAILED,
+  DISCONNECT_PENDING,
+  DISCONNECTING,
+};
+
+static_assert(static_cast<int>(AsyncConnectStatus::NOT_CONNECT) == HIXL_ASYNC_NOT_CONNECT &&
+                  static_cast<int>(AsyncConnectStatus::CONNECT_PENDING) ==
+                      HIXL_ASYNC_CONNECT_PENDING &&
+                  static_cast<int>(AsyncConnectStatus::CONNECTING) == HIXL_ASYNC_CONNECTING &&
+                  static_cast<int>(AsyncConnectStatus::CONNECTED) == HIXL_ASYNC_CONNECTED &&
+                  static_cast<int>(AsyncConnectStatus::CONNECT_FAILED) ==
+                      HIXL_ASYNC_CONNECT_FAILED &&
+                  static_cast<int>(AsyncConnectStatus::DISCONNECT_PENDING) ==
+                      HIXL_ASYNC_DISCONNECT_PENDING &&
+                  static_cast<int>(AsyncConnectStatus::DISCONNECTING) ==
+                      HIXL_ASYNC_DISCONNECTING,
+              "AsyncConnectStatus order differs from hixl.h");
+
+// Optional arguments of TransferAsync.  user_data comes back with the
+// request's status from GetTransferStatus(GetTransferStatusArgs, ...).
 struct TransferArgs {
   const void *user_data = nullptr;
   uint8_t reserved[120] = {};
+};
+
+// Arguments of GetTransferStatus over all requests: at most
+// max_query_count results; skip_waiting leaves out requests still WAITING.
+struct GetTransferStatusArgs {
+  uint32_t max_query_count = UINT32_MAX;
+  bool skip_waiting = false;
+  uint8_t reserved[123] = {};
+};
+
+// One request's status, with the user_data its TransferArgs gave.
+struct TransferResult {
+  TransferReq req = nullptr;
+  const void *user_data = nullptr;
+  TransferStatus status = TransferStatus::WAITING;
+  uint8_t reserved[108] = {};
 };
 
 // A notify.  notify_msg may hold any bytes when built with

@@ -15,14 +15,21 @@ raising::
     hixl.transfer_async(remote_engine, op, op_descs, args=TransferArgs())
                                                          -> (status, req)
     hixl.get_transfer_status(req)                -> (status, TransferStatus)
+    hixl.get_all_transfer_status(args=GetTransferStatusArgs())
+                                      -> (status, [TransferResult, ...])
+    hixl.connect_async(remote_engine, timeout_in_millis=1000)  -> status
+    hixl.disconnect_async(remote_engine, timeout_in_millis=1000)
+    hixl.get_async_connect_status(remote_engine)
+                                      -> (status, AsyncConnectStatus)
+    hixl.get_all_async_connect_status()
+                                      -> (status, {remote: AsyncConnectStatus})
     hixl.send_notify(remote_engine, NotifyDesc(name, notify_msg),
                      timeout_in_millis=1000)             -> status
     hixl.get_notifies()                      -> (status, [NotifyDesc, ...])
 
-and the module function ``get_capability(feature_type)``; not provided
-(nothing in the C API to map them to): connect_async, disconnect_async,
-get_async_connect_status, get_all_async_connect_status and
-get_all_transfer_status.
+and the module function ``get_capability(feature_type)``.  The package
+``hixl`` (installed beside this one) gives the same under CANN hixl's
+module name, for ``import hixl``.
 
 Plus what libhixl-ucx adds: ``alloc_mem`` (memory peers write into),
 ``flush_layer`` / ``wait_layer`` / ``test_layer`` (layer-granular flush),
@@ -54,21 +61,24 @@ anything twice.
 from typing import Tuple
 
 from ._constants import (ALREADY_CONNECTED, AUTO_CONNECT, CLIENT_SERVER_COMM,
-                         DEFAULT_TIMEOUT_MS, FAILED, FEATURE_NOT_SUPPORTED,
+                         CONNECT_FAILED, CONNECT_PENDING, CONNECTED,
+                         CONNECTING, DEFAULT_TIMEOUT_MS, DISCONNECT_PENDING,
+                         DISCONNECTING, FAILED, FEATURE_NOT_SUPPORTED,
                          FEATURE_SUPPORTED, MEM_DEVICE, MEM_HOST,
-                         NOT_CONNECTED, NOTIFY_FAILED,
+                         NOT_CONNECT, NOT_CONNECTED, NOTIFY_FAILED,
                          OPTION_AUTO_CONNECT, OPTION_BUFFER_POOL,
                          OPTION_ENABLE_USE_FABRIC_MEM,
                          OPTION_GLOBAL_RESOURCE_CONFIG, OPTION_LOCAL_COMM_RES,
                          OPTION_RDMA_SERVICE_LEVEL, OPTION_RDMA_TRAFFIC_CLASS,
                          PARAM_INVALID, READ, RESOURCE_EXHAUSTED, SUCCESS,
-                         TIMEOUT, UNSUPPORTED, WRITE, FeatureType, MemType,
-                         TransferOp, TransferStatus)
+                         TIMEOUT, UNSUPPORTED, WRITE, AsyncConnectStatus,
+                         FeatureType, MemType, TransferOp, TransferStatus)
 from ._engine import Hixl
 from ._errors import HixlError, last_error, strerror
 from ._lib import LibraryNotFoundError, load_library
 from ._memory import (MemDesc, NotifyDesc, TransferArgs, TransferOpDesc,
                       buffer_address)
+from ._status import GetTransferStatusArgs, TransferResult
 from ._version import __version__
 
 __all__ = [
@@ -80,24 +90,33 @@ __all__ = [
     "OPTION_GLOBAL_RESOURCE_CONFIG", "OPTION_AUTO_CONNECT",
     "OPTION_LOCAL_COMM_RES",
     "MemType", "MEM_DEVICE", "MEM_HOST", "TransferOp", "READ", "WRITE",
-    "TransferStatus", "FeatureType", "AUTO_CONNECT", "CLIENT_SERVER_COMM",
-    "FEATURE_SUPPORTED", "FEATURE_NOT_SUPPORTED", "get_capability",
-    "MemDesc", "TransferOpDesc", "TransferArgs", "NotifyDesc", "Hixl",
+    "TransferStatus", "AsyncConnectStatus", "NOT_CONNECT",
+    "CONNECT_PENDING", "CONNECTING", "CONNECTED", "CONNECT_FAILED",
+    "DISCONNECT_PENDING", "DISCONNECTING", "FeatureType", "AUTO_CONNECT",
+    "CLIENT_SERVER_COMM", "FEATURE_SUPPORTED", "FEATURE_NOT_SUPPORTED",
+    "get_capability", "MemDesc", "TransferOpDesc", "TransferArgs",
+    "GetTransferStatusArgs", "TransferResult", "NotifyDesc", "Hixl",
     "HixlError", "LibraryNotFoundError", "load_library", "buffer_address",
     "last_error", "strerror", "version", "library", "__version__",
 ]
 
 
 def get_capability(feature_type: FeatureType) -> Tuple[int, int]:
-    """-> (status, FEATURE_SUPPORTED or FEATURE_NOT_SUPPORTED)."""
-    if isinstance(feature_type, (str, bytes, bool)):
+    """-> (status, FEATURE_SUPPORTED or FEATURE_NOT_SUPPORTED), as
+    hixl_get_capability answers (no engine needed)."""
+    import ctypes
+    from ._lib import lib
+    if isinstance(feature_type, (str, bytes, bool)) or not isinstance(
+            feature_type, int):
         raise TypeError("feature_type must be a FeatureType, got %s" %
                         type(feature_type).__name__)
-    if int(feature_type) < 0:
-        return PARAM_INVALID, FEATURE_NOT_SUPPORTED
-    if int(feature_type) == FeatureType.AUTO_CONNECT:
-        return SUCCESS, FEATURE_SUPPORTED
-    return SUCCESS, FEATURE_NOT_SUPPORTED
+    from . import _args
+    feature = _args.integer(feature_type, "feature_type", -2 ** 31,
+                            2 ** 31 - 1)
+    value = ctypes.c_int32(FEATURE_NOT_SUPPORTED)
+    status = lib().hixl_get_capability(feature, ctypes.byref(value))
+    return int(status), (value.value if status == SUCCESS else
+                         FEATURE_NOT_SUPPORTED)
 
 
 def version() -> str:

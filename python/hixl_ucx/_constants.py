@@ -41,6 +41,9 @@ OPTION_LOCAL_COMM_RES = "LocalCommRes"
 #: hixl's default timeout of connect, disconnect, transfer_sync, send_notify
 DEFAULT_TIMEOUT_MS = 1000
 
+#: GetTransferStatusArgs' default max_query_count (UINT32_MAX: no limit)
+MAX_QUERY_COUNT = 4294967295
+
 #: longest notify name and engine name in bytes (the C header's bounds)
 NOTIFY_NAME_MAX = 1024
 ENGINE_NAME_MAX = 127
@@ -77,11 +80,33 @@ class TransferStatus(enum.IntEnum):
     FAILED = 3
 
 
+class AsyncConnectStatus(enum.IntEnum):
+    """State of a connection made with connect_async / disconnect_async
+    (hixl's order)."""
+
+    NOT_CONNECT = 0
+    CONNECT_PENDING = 1
+    CONNECTING = 2
+    CONNECTED = 3
+    CONNECT_FAILED = 4
+    DISCONNECT_PENDING = 5
+    DISCONNECTING = 6
+
+
+NOT_CONNECT = AsyncConnectStatus.NOT_CONNECT
+CONNECT_PENDING = AsyncConnectStatus.CONNECT_PENDING
+CONNECTING = AsyncConnectStatus.CONNECTING
+CONNECTED = AsyncConnectStatus.CONNECTED
+CONNECT_FAILED = AsyncConnectStatus.CONNECT_FAILED
+DISCONNECT_PENDING = AsyncConnectStatus.DISCONNECT_PENDING
+DISCONNECTING = AsyncConnectStatus.DISCONNECTING
+
+
 class FeatureType(enum.IntEnum):
     """Features get_capability() reports (CANN hixl's values)."""
 
     AUTO_CONNECT = 0          # option AutoConnect: supported
-    CLIENT_SERVER_COMM = 1    # CANN's HIXL_CS client/server API: not here
+    CLIENT_SERVER_COMM = 1    # an engine listens, others connect: supported
 
 
 AUTO_CONNECT = FeatureType.AUTO_CONNECT

@@ -52,6 +52,19 @@ class CTransferArgs(ctypes.Structure):
                 ("user_data", ctypes.c_void_p)]
 
 
+class CTransferResult(ctypes.Structure):
+    """hixl_transfer_result_t"""
+
+    _fields_ = [("req", ctypes.c_void_p), ("user_data", ctypes.c_void_p),
+                ("status", ctypes.c_int)]
+
+
+class CAsyncEntry(ctypes.Structure):
+    """hixl_async_connect_entry_t"""
+
+    _fields_ = [("remote", ctypes.c_char_p), ("status", ctypes.c_int)]
+
+
 #: hixl_transfer_args_t field_mask bits (HIXL_TRANSFER_ARG_*)
 ARG_TIMEOUT = 1 << 0
 ARG_NOTIFY = 1 << 1
@@ -65,11 +78,14 @@ STRUCTS = {
     "hixl_notify_desc_t": CNotifyDesc,
     "hixl_notify_t": CNotify,
     "hixl_transfer_args_t": CTransferArgs,
+    "hixl_transfer_result_t": CTransferResult,
+    "hixl_async_connect_entry_t": CAsyncEntry,
 }
 
 #: C enum types passed by value; ctypes passes them as c_int
 ENUMS = ("hixl_status_t", "hixl_mem_type_t", "hixl_transfer_op_t",
-         "hixl_transfer_status_t")
+         "hixl_transfer_status_t", "hixl_async_connect_status_t",
+         "hixl_feature_t")
 ENUM_CTYPE = ctypes.c_int
 
 

@@ -6,11 +6,14 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from . import _args, _lib
 from ._constants import (DEFAULT_TIMEOUT_MS, FAILED, MEM_HOST, PARAM_INVALID,
-                         SUCCESS, MemType, TransferOp, TransferStatus)
-from ._ctypes import (ARG_NOTIFY, ARG_TIMEOUT, CMemDesc, CNotify,
-                      CNotifyDesc, COpDesc, COption, CTransferArgs)
+                         SUCCESS, AsyncConnectStatus, MemType, TransferOp,
+                         TransferStatus)
+from ._ctypes import (ARG_NOTIFY, ARG_TIMEOUT, ARG_USER_DATA, CAsyncEntry,
+                      CMemDesc, CNotify, CNotifyDesc, COpDesc, COption,
+                      CTransferArgs, CTransferResult)
 from ._errors import HixlError, _s, last_error
 from ._memory import MemDesc, NotifyDesc, TransferArgs, TransferOpDesc
+from ._status import GetTransferStatusArgs, TransferResult
 
 _VP = ctypes.c_void_p
 _SZ = ctypes.c_size_t
@@ -175,10 +178,21 @@ class Hixl:
         return status, (handle.value or 0)
 
     def deregister_mem(self, mem_handle: int) -> int:
-        """Deregister; the object registered (if any) is let go."""
+        """Deregister; the object registered (if any) is let go.  As in
+        hixl, 0 is PARAM_INVALID and a handle this engine does not hold
+        (deregistered already, or another's) is SUCCESS, doing nothing."""
         h = _args.integer(mem_handle, "mem_handle", 0, _args.SIZE_MAX)
-        status = self._call("deregister_mem", _lib.lib().hixl_deregister_mem,
-                            _VP(h or None))
+        self._gate.enter()
+        try:
+            engine = self._engine
+            status = _lib.lib().hixl_deregister_mem(engine, _VP(h or None))
+        finally:
+            self._gate.leave()
+        if engine is None and status == PARAM_INVALID:
+            status = FAILED
+        elif status == PARAM_INVALID and h != 0:
+            status = SUCCESS   # not a handle of this engine: a no-op
+        status = self._check("deregister_mem", status)
         if status == SUCCESS:
             with self._pins_lock:
                 self._mem_pins.pop(h, None)
@@ -224,8 +238,11 @@ class Hixl:
             raise TypeError("args must be a TransferArgs, got %s" %
                             type(args).__name__)
         if args is not None and (args.timeout_in_millis is not None or
-                                 args.notify is not None):
+                                 args.notify is not None or args.user_data):
             c = CTransferArgs()
+            if args.user_data:
+                c.field_mask |= ARG_USER_DATA
+                c.user_data = args.user_data
             if args.timeout_in_millis is not None:
                 c.field_mask |= ARG_TIMEOUT
                 c.timeout_ms = _args.timeout(args.timeout_in_millis,
@@ -248,17 +265,110 @@ class Hixl:
 
     def get_transfer_status(self, req: int) -> Tuple[int, TransferStatus]:
         """-> (status, TransferStatus); a finished request is released (and
-        so are its local objects)."""
+        so are its local objects).  Any error reports TransferStatus.FAILED,
+        as hixl's binding does; req 0 is FAILED."""
         r = _args.integer(req, "req", 0, _args.SIZE_MAX)
         st = ctypes.c_int(int(TransferStatus.FAILED))
+        if r == 0:
+            return self._check("get_transfer_status",
+                               FAILED), TransferStatus.FAILED
         status = self._call("get_transfer_status",
                             _lib.lib().hixl_get_transfer_status,
                             _VP(r or None), ctypes.byref(st))
-        state = TransferStatus(st.value)
+        state = TransferStatus(st.value) if status == SUCCESS else \
+            TransferStatus.FAILED
         if status == SUCCESS and state != TransferStatus.WAITING:
             with self._pins_lock:
                 self._req_pins.pop(r, None)
         return status, state
+
+    def get_all_transfer_status(
+            self, args: Optional[GetTransferStatusArgs] = None
+    ) -> Tuple[int, List[TransferResult]]:
+        """-> (status, [TransferResult]): this engine's async requests,
+        oldest first, each with the user_data its TransferArgs gave; those
+        reported finished are released.  args: GetTransferStatusArgs
+        (default: no limit, WAITING ones included)."""
+        if args is None:
+            args = GetTransferStatusArgs()
+        if not isinstance(args, GetTransferStatusArgs):
+            raise TypeError("args must be a GetTransferStatusArgs, got %s" %
+                            type(args).__name__)
+        ptr = ctypes.POINTER(CTransferResult)()
+        count = _SZ(0)
+        lib = _lib.lib()
+        status = self._call("get_all_transfer_status",
+                            lib.hixl_get_all_transfer_status,
+                            args.max_query_count,
+                            1 if args.skip_waiting else 0,
+                            ctypes.byref(ptr), ctypes.byref(count))
+        out: List[TransferResult] = []
+        if status != SUCCESS:
+            return status, out
+        try:
+            for i in range(count.value):
+                r = ptr[i]
+                state = TransferStatus(r.status)
+                out.append(TransferResult._of(r.req or 0, r.user_data or 0,
+                                              state))
+                if state != TransferStatus.WAITING:
+                    with self._pins_lock:
+                        self._req_pins.pop(r.req or 0, None)
+        finally:
+            if count.value:
+                lib.hixl_release_transfer_results(ptr, count)
+        return status, out
+
+    def connect_async(self, remote_engine: str,
+                      timeout_in_millis: int = DEFAULT_TIMEOUT_MS) -> int:
+        """Connect in the background; follow it with
+        get_async_connect_status."""
+        return self._call("connect_async", _lib.lib().hixl_connect_async,
+                          _args.name(remote_engine, "remote_engine"),
+                          _args.timeout(timeout_in_millis))
+
+    def disconnect_async(self, remote_engine: str,
+                         timeout_in_millis: int = DEFAULT_TIMEOUT_MS) -> int:
+        """Disconnect in the background; the remote's async status becomes
+        NOT_CONNECT when it is done."""
+        return self._call("disconnect_async",
+                          _lib.lib().hixl_disconnect_async,
+                          _args.name(remote_engine, "remote_engine"),
+                          _args.timeout(timeout_in_millis))
+
+    def get_async_connect_status(
+            self, remote_engine: str) -> Tuple[int, AsyncConnectStatus]:
+        """-> (status, AsyncConnectStatus); NOT_CONNECT for a remote
+        without async operations."""
+        st = ctypes.c_int(int(AsyncConnectStatus.NOT_CONNECT))
+        status = self._call("get_async_connect_status",
+                            _lib.lib().hixl_get_async_connect_status,
+                            _args.name(remote_engine, "remote_engine"),
+                            ctypes.byref(st))
+        if status != SUCCESS:
+            return status, AsyncConnectStatus.NOT_CONNECT
+        return status, AsyncConnectStatus(st.value)
+
+    def get_all_async_connect_status(
+            self) -> Tuple[int, Dict[str, AsyncConnectStatus]]:
+        """-> (status, {remote: AsyncConnectStatus}) of every remote whose
+        async status is not NOT_CONNECT."""
+        ptr = ctypes.POINTER(CAsyncEntry)()
+        count = _SZ(0)
+        lib = _lib.lib()
+        status = self._call("get_all_async_connect_status",
+                            lib.hixl_get_all_async_connect_status,
+                            ctypes.byref(ptr), ctypes.byref(count))
+        out: Dict[str, AsyncConnectStatus] = {}
+        if status != SUCCESS:
+            return status, out
+        try:
+            for i in range(count.value):
+                out[_s(ptr[i].remote)] = AsyncConnectStatus(ptr[i].status)
+        finally:
+            if count.value:
+                lib.hixl_release_async_connect_status(ptr, count)
+        return status, out
 
     def send_notify(self, remote_engine: str, notify: NotifyDesc,
                     timeout_in_millis: int = DEFAULT_TIMEOUT_MS) -> int:

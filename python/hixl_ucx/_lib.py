@@ -29,8 +29,8 @@ import subprocess
 import threading
 from typing import List, Optional, Tuple
 
-from ._ctypes import (CMemDesc, CNotify, CNotifyDesc, COpDesc, COption,
-                      CTransferArgs)
+from ._ctypes import (CAsyncEntry, CMemDesc, CNotify, CNotifyDesc, COpDesc,
+                      COption, CTransferArgs, CTransferResult)
 
 SONAME = "libhixl-ucx.so.0"
 
@@ -62,6 +62,17 @@ PROTOTYPES = {
     "hixl_transfer_async": (_ST, [_VP, _STR, ctypes.c_int, _P(COpDesc), _SZ,
                                   _P(CTransferArgs), _P(_VP)]),
     "hixl_get_transfer_status": (_ST, [_VP, _VP, _P(ctypes.c_int)]),
+    "hixl_get_all_transfer_status": (_ST, [_VP, _U32, ctypes.c_int,
+                                           _P(_P(CTransferResult)),
+                                           _P(_SZ)]),
+    "hixl_release_transfer_results": (None, [_P(CTransferResult), _SZ]),
+    "hixl_connect_async": (_ST, [_VP, _STR, _I32]),
+    "hixl_disconnect_async": (_ST, [_VP, _STR, _I32]),
+    "hixl_get_async_connect_status": (_ST, [_VP, _STR, _P(ctypes.c_int)]),
+    "hixl_get_all_async_connect_status": (_ST, [_VP, _P(_P(CAsyncEntry)),
+                                                _P(_SZ)]),
+    "hixl_release_async_connect_status": (None, [_P(CAsyncEntry), _SZ]),
+    "hixl_get_capability": (_ST, [_I32, _P(_I32)]),
     "hixl_flush_layer": (_ST, [_VP, _STR, _U32, _U64, _U32]),
     "hixl_wait_layer": (_ST, [_VP, _STR, _U32, _U64, _U32, _I32]),
     "hixl_test_layer": (_ST, [_VP, _STR, _U32, _U64, _U32, _P(ctypes.c_int)]),

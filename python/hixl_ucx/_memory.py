@@ -246,17 +246,27 @@ class NotifyDesc:
 class TransferArgs:
     """Optional arguments of transfer_async.
 
-    user_data is kept for hixl compatibility and not used.  libhixl-ucx
-    adds timeout_in_millis (the request's deadline; None: the engine's
+    ``user_data`` (an int, as in hixl's binding; default 0) comes back with
+    the request's status from get_all_transfer_status.  libhixl-ucx adds
+    timeout_in_millis (the request's deadline; None: the engine's
     hixl.TransferTimeoutMs) and notify (a NotifyDesc the remote receives
     only once every byte of the transfer is in its memory).
     """
 
-    __slots__ = ("user_data", "timeout_in_millis", "notify")
+    __slots__ = ("_user_data", "timeout_in_millis", "notify")
 
-    def __init__(self, user_data: Any = 0,
+    def __init__(self, user_data: int = 0,
                  timeout_in_millis: Optional[int] = None,
                  notify: Optional[NotifyDesc] = None) -> None:
         self.user_data = user_data
         self.timeout_in_millis = timeout_in_millis
         self.notify = notify
+
+    @property
+    def user_data(self) -> int:
+        return self._user_data
+
+    @user_data.setter
+    def user_data(self, value: int) -> None:
+        self._user_data = _args.integer(value, "TransferArgs user_data", 0,
+                                        _args.SIZE_MAX)

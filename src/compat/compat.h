@@ -31,4 +31,12 @@ HIXL_COMPAT_HIDDEN int hixl_compat_name_listens(const char *name);
 HIXL_COMPAT_HIDDEN uint64_t hixl_compat_deadline_ns(int64_t timeout_ms);
 HIXL_COMPAT_HIDDEN int hixl_compat_ms_left(uint64_t deadline_ns);
 
+/* Check a HixlCS global_resource_config as CANN hixl does: NULL or "" is
+ * none; otherwise a JSON object whose comm_resource_config.listen_port (a
+ * server's) or comm_resource_config.qos (a client's) and
+ * comm_resource_config.max_active_channels (both), when present, are
+ * integers in range.  PARAM_INVALID with a message otherwise. */
+HIXL_COMPAT_HIDDEN hixl_status_t hixl_compat_cs_config(const char *json,
+                                                       int server);
+
 #endif

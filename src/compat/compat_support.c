@@ -7,10 +7,13 @@
 #include "compat/compat.h"
 #include "util/clock.h"
 #include "util/engine_name.h"
+#include "util/json.h"
 #include "util/log.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 hixl_status_t hixl_compat_error(hixl_status_t status, const char *fmt, ...)
 {
@@ -50,4 +53,50 @@ uint64_t hixl_compat_deadline_ns(int64_t timeout_ms)
 int hixl_compat_ms_left(uint64_t deadline_ns)
 {
     return hixl_ms_left(deadline_ns);
+}
+
+hixl_status_t hixl_compat_cs_config(const char *json, int server)
+{
+    static const struct {
+        const char *name;
+        int64_t     min, max;
+        int         who;   /* 1 server, 0 client, -1 both */
+    } fields[] = {
+        {"comm_resource_config.listen_port", 1, 65535, 1},
+        {"comm_resource_config.qos", 0, 7, 0},
+        {"comm_resource_config.max_active_channels", 1, UINT32_MAX, -1},
+    };
+    hixl_status_t status = HIXL_SUCCESS;
+    hixl_json_t j;
+    uint32_t v;
+    int64_t x;
+    size_t i;
+
+    if ((json == NULL) || (*json == '\0')) {
+        return HIXL_SUCCESS;
+    }
+    if (hixl_json_parse(&j, json, strlen(json), 4096) != 0) {
+        status = hixl_error(HIXL_PARAM_INVALID, "global_resource_config: not "
+                            "valid JSON: %s", j.err);
+    } else if (hixl_json_type(&j, 0) != HIXL_JSON_OBJECT) {
+        status = hixl_error(HIXL_PARAM_INVALID, "global_resource_config: "
+                            "must be a JSON object");
+    }
+    for (i = 0; (status == HIXL_SUCCESS) &&
+                (i < sizeof(fields) / sizeof(fields[0])); ++i) {
+        if ((fields[i].who >= 0) && (fields[i].who != !!server)) {
+            continue;   /* the other side's field: not looked at, as CANN */
+        }
+        v = hixl_json_member(&j, 0, fields[i].name);
+        if ((v != HIXL_JSON_NONE) &&
+            ((hixl_json_int(&j, v, &x) != 0) || (x < fields[i].min) ||
+             (x > fields[i].max))) {
+            status = hixl_error(HIXL_PARAM_INVALID, "global_resource_config: "
+                                "%s must be an integer in [%" PRId64 ", %"
+                                PRId64 "]", fields[i].name, fields[i].min,
+                                fields[i].max);
+        }
+    }
+    hixl_json_free(&j);
+    return status;
 }

@@ -84,6 +84,7 @@ hixl_status_t hixl_dev_init(hixl_engine_t *engine)
     atomic_init(&dev->seq, 0);
     engine->dev      = dev;
     engine->rdev_put = hixl_dev_rdev_put;
+    hixl_dev_local_engine(engine, 1);
     hixl_progress_add(engine, hixl_dev_progress);
     if (strcmp(engine->opts.plugins, "none")) {
         hixl_plugins_scan(engine->opts.plugin_dir,
@@ -340,6 +341,7 @@ void hixl_dev_cleanup(hixl_engine_t *engine)
     if (dev == NULL) {
         return;
     }
+    hixl_dev_local_engine(engine, 0);
     /* units the drain could not finish: give back what they hold (their
      * requests are gone with the engine) */
     while ((unit = dev->units) != NULL) {

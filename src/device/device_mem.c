@@ -2,6 +2,16 @@
  * Device regions: local ones (which plugin claims the memory, its export
  * and the composite key peers get) and remote ones (the peer's key
  * checked and kept; its memory imported on first use, on this node only).
+ *
+ * Two engines of one process (CANN hixl's hixl_example_d2rd runs so):
+ * device runtimes refuse a process the import of its own export
+ * (aclrtIpcMemImportByKey), but none is needed, the memory is already
+ * mapped here.  So every device region an engine of this process exports
+ * is listed, and a peer region whose key and range are one of them is
+ * used in place: the IPC path then copies device to device directly.  The
+ * engines are listed too, so that host memory of a peer engine in this
+ * process is reached by one device copy as well (hixl_example_d2rh with
+ * BufferPool "0:0", no staging pool).
  */
 #include "config.h"
 #include "device/device_mem.h"
@@ -9,8 +19,57 @@
 #include "util/log.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The device regions the engines of this process export.  A key holds
+ * the plugin, the node and the plugin's blob (the Ascend one: the
+ * exporter's pid and IPC key), so equal keys and ranges are one region. */
+static pthread_mutex_t hixl_dev_local_lock = PTHREAD_MUTEX_INITIALIZER;
+static hixl_dev_reg_t *hixl_dev_local_head;
+
+static void hixl_dev_local_add(hixl_dev_reg_t *dreg)
+{
+    pthread_mutex_lock(&hixl_dev_local_lock);
+    dreg->next_local    = hixl_dev_local_head;
+    hixl_dev_local_head = dreg;
+    pthread_mutex_unlock(&hixl_dev_local_lock);
+}
+
+static void hixl_dev_local_del(hixl_dev_reg_t *dreg)
+{
+    hixl_dev_reg_t **pp;
+
+    pthread_mutex_lock(&hixl_dev_local_lock);
+    for (pp = &hixl_dev_local_head; *pp != NULL; pp = &(*pp)->next_local) {
+        if (*pp == dreg) {
+            *pp = dreg->next_local;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&hixl_dev_local_lock);
+}
+
+/* Whether [addr, +len) with this key is exported by an engine of this
+ * process; *attr is its device then. */
+static int hixl_dev_local_find(const void *key, size_t key_len, uint64_t addr,
+                               uint64_t len, hixl_mem_attr_t *attr)
+{
+    hixl_dev_reg_t *d;
+    int found = 0;
+
+    pthread_mutex_lock(&hixl_dev_local_lock);
+    for (d = hixl_dev_local_head; (d != NULL) && !found; d = d->next_local) {
+        found = (d->addr == addr) && (d->len == len) &&
+                (d->key_len == key_len) && !memcmp(d->key, key, key_len);
+        if (found) {
+            *attr = d->attr;
+        }
+    }
+    pthread_mutex_unlock(&hixl_dev_local_lock);
+    return found;
+}
 
 /* Append "name: why" to a reasons buffer. */
 static void hixl_dev_reason(char *buf, size_t len, const char *name,
@@ -26,6 +85,56 @@ static void hixl_dev_reason(char *buf, size_t len, const char *name,
         snprintf(buf + used, len - used, "%s%s%s%s", used ? "; " : "", name,
                  *name ? ": " : "", why);
     }
+}
+
+/* The engines of this process with device support. */
+typedef struct hixl_dev_local_eng {
+    struct hixl_dev_local_eng *next;
+    const hixl_engine_t       *engine;
+} hixl_dev_local_eng_t;
+
+static hixl_dev_local_eng_t *hixl_dev_local_engines;
+
+void hixl_dev_local_engine(hixl_engine_t *engine, int add)
+{
+    hixl_dev_local_eng_t **pp, *e;
+
+    pthread_mutex_lock(&hixl_dev_local_lock);
+    if (add) {
+        e = malloc(sizeof(*e));
+        if (e != NULL) {   /* without it, peers here take other paths */
+            e->engine              = engine;
+            e->next                = hixl_dev_local_engines;
+            hixl_dev_local_engines = e;
+        }
+    } else {
+        for (pp = &hixl_dev_local_engines; *pp != NULL; pp = &(*pp)->next) {
+            if ((*pp)->engine == engine) {
+                e   = *pp;
+                *pp = e->next;
+                free(e);
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&hixl_dev_local_lock);
+}
+
+int hixl_dev_peer_local(const hixl_engine_t *engine, const hixl_peer_t *peer)
+{
+    hixl_dev_local_eng_t *e;
+    int found = 0;
+
+    if (!peer->same_host) {
+        return 0;
+    }
+    pthread_mutex_lock(&hixl_dev_local_lock);
+    for (e = hixl_dev_local_engines; (e != NULL) && !found; e = e->next) {
+        found = (e->engine != engine) && e->engine->listening &&
+                !strcmp(e->engine->name.canon, peer->name);
+    }
+    pthread_mutex_unlock(&hixl_dev_local_lock);
+    return found;
 }
 
 hixl_status_t hixl_dev_region_register(hixl_engine_t *engine,
@@ -101,7 +210,10 @@ hixl_status_t hixl_dev_region_register(hixl_engine_t *engine,
     dreg->dp    = dp;
     dreg->reg   = reg;
     dreg->attr  = attr;
+    dreg->addr  = region->range.addr;
+    dreg->len   = region->range.len;
     region->dev = dreg;
+    hixl_dev_local_add(dreg);
     hixl_log_debug("device region [0x%" PRIx64 ", +%" PRIu64 ") on %s device "
                    "%d", region->range.addr, region->range.len,
                    dp->plugin->name, attr.device);
@@ -115,6 +227,7 @@ void hixl_dev_region_release(hixl_engine_t *engine, hixl_region_t *region)
     if (dreg == NULL) {
         return;
     }
+    hixl_dev_local_del(dreg);
     pthread_mutex_lock(&engine->dev->lock);
     dreg->dp->ops->dereg(dreg->dp->ctx, dreg->reg);
     pthread_mutex_unlock(&engine->dev->lock);
@@ -170,6 +283,18 @@ hixl_status_t hixl_dev_rregion_create(hixl_engine_t *engine,
                               rr->range.len, hixl_error_message());
         }
         rdev->dp = dp;
+        if (rdev->same_node &&
+            hixl_dev_local_find(key, key_len, rr->range.addr, rr->range.len,
+                                &rdev->attr)) {
+            /* this process' own memory: used in place, never imported */
+            rdev->own_process  = 1;
+            rdev->addr         = (void*)(uintptr_t)rr->range.addr;
+            rdev->import_state = 1;
+            hixl_log_debug("device region [0x%" PRIx64 ", +%" PRIu64 ") of "
+                           "a peer is this process' own (device %d): "
+                           "direct device copies", rr->range.addr,
+                           rr->range.len, rdev->attr.device);
+        }
     }
     rr->dev = rdev;
     return HIXL_SUCCESS;

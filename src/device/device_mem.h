@@ -11,11 +11,14 @@
 
 /* A local device region's plugin side (hixl_region_t.dev). */
 typedef struct hixl_dev_reg {
-    hixl_dev_plugin_t *dp;
-    void              *reg;
-    hixl_mem_attr_t    attr;
-    size_t             key_len;
-    uint8_t            key[HIXL_DEV_KEY_MAX];   /* MEM_ADD dev_key */
+    hixl_dev_plugin_t   *dp;
+    void                *reg;
+    hixl_mem_attr_t      attr;
+    size_t               key_len;
+    uint8_t              key[HIXL_DEV_KEY_MAX];   /* MEM_ADD dev_key */
+    /* in the list of this process' exports (device_mem.c) */
+    uint64_t             addr, len;
+    struct hixl_dev_reg *next_local;
 } hixl_dev_reg_t;
 
 /* A remote device region (hixl_rregion_t.dev); shared by the peer's
@@ -29,6 +32,9 @@ typedef struct hixl_rdev {
     int                same_node;
     int32_t            device;        /* owner's ordinal, for messages */
     int                import_state;  /* 0 untried, 1 mapped, -1 failed */
+    int                own_process;   /* exported by an engine of this
+                                         process: addr is the memory
+                                         itself, nothing imported */
     void              *addr;          /* the import, when mapped */
     hixl_mem_attr_t    attr;          /* its device in this process */
     char               why[200];      /* import failure */
@@ -44,6 +50,15 @@ hixl_status_t hixl_dev_rregion_create(hixl_engine_t *engine,
                                       size_t key_len);
 void hixl_dev_rdev_get(hixl_rdev_t *rdev);
 void hixl_dev_rdev_put(hixl_engine_t *engine, hixl_rdev_t *rdev);
+/* The engines of this process with device support, for
+ * hixl_dev_peer_local: hixl_dev_init adds, hixl_dev_cleanup removes. */
+void hixl_dev_local_engine(hixl_engine_t *engine, int add);
+/* Whether peer is another engine of this process: on this host and
+ * listening under a name an engine here listens under (a port is bound
+ * by one socket of one process).  Its memory is then addressable here. */
+int hixl_dev_peer_local(const hixl_engine_t *engine,
+                        const hixl_peer_t *peer);
+
 /* Map the remote memory here if not yet (dev->lock held); SUCCESS or the
  * cached failure (UNSUPPORTED) with rdev->why. */
 hixl_status_t hixl_dev_rdev_import(hixl_engine_t *engine, hixl_rdev_t *rdev);

@@ -29,14 +29,22 @@ static const char *hixl_mem_kind(hixl_mem_type_t type)
 }
 
 /* Why the IPC path cannot carry (lr, rr), or NULL when it can (imports
- * the remote memory on first use). */
-static const char *hixl_dev_no_ipc(hixl_engine_t *engine, hixl_region_t *lr,
-                                   hixl_rregion_t *rr, char *buf, size_t len)
+ * the remote memory on first use).  It also carries local device memory
+ * to and from host memory of a peer engine in this process (no import:
+ * the address is valid here). */
+static const char *hixl_dev_no_ipc(hixl_engine_t *engine, hixl_peer_t *peer,
+                                   hixl_region_t *lr, hixl_rregion_t *rr,
+                                   char *buf, size_t len)
 {
     hixl_rdev_t *rdev = rr->dev;
 
+    if ((rr->mem_type != HIXL_MEM_DEVICE) && (lr->type == HIXL_MEM_DEVICE) &&
+        hixl_dev_peer_local(engine, peer)) {
+        return NULL;
+    }
     if ((rr->mem_type != HIXL_MEM_DEVICE) || (rdev == NULL)) {
-        return "IPC reaches only remote device memory";
+        return "IPC reaches only remote device memory (or host memory of "
+               "an engine in this process)";
     }
     if (!rdev->same_node) {
         return "the remote device memory is on another node";
@@ -100,7 +108,7 @@ hixl_status_t hixl_dev_route(hixl_engine_t *engine, hixl_peer_t *peer,
 
     pthread_mutex_lock(&engine->dev->lock);
     if ((mode == HIXL_DEVICE_PATH_AUTO) || (mode == HIXL_DEVICE_PATH_IPC)) {
-        no_ipc = hixl_dev_no_ipc(engine, lr, rr, buf, sizeof(buf));
+        no_ipc = hixl_dev_no_ipc(engine, peer, lr, rr, buf, sizeof(buf));
         if (no_ipc == NULL) {
             path = HIXL_PATH_IPC;
             goto found;
@@ -183,6 +191,43 @@ static int hixl_dev_unit_hold(hixl_dev_unit_t *unit, hixl_rdev_t *rdev)
     return 0;
 }
 
+/* Local device memory to or from host memory of a peer engine in this
+ * process (hixl_dev_no_ipc allowed it): one copy by the local device. */
+static int hixl_dev_post_own_host(hixl_dev_unit_t *unit, size_t i,
+                                  const hixl_transfer_op_desc_t *d,
+                                  hixl_region_t *lr)
+{
+    hixl_dev_plugin_t *dp = lr->dev->dp;
+    hixl_mem_copy_t c;
+
+    c.len         = d->len;
+    c.exec_device = lr->dev->attr.device;
+    if (unit->req->op == HIXL_WRITE) {
+        c.dst        = (void*)d->remote_addr;
+        c.dst_device = -1;
+        c.src        = (const void*)d->local_addr;
+        c.src_device = c.exec_device;
+    } else {
+        c.dst        = (void*)d->local_addr;
+        c.dst_device = c.exec_device;
+        c.src        = (const void*)d->remote_addr;
+        c.src_device = -1;
+    }
+    if (hixl_dev_unit_queued(unit, dp, c.exec_device) != 0) {
+        hixl_req_fail(unit->req, HIXL_RESOURCE_EXHAUSTED, "descriptor %zu: "
+                      "more than %d devices in one transfer", i,
+                      HIXL_UNIT_MARKS);
+        return -1;
+    }
+    if (dp->ops->copy(dp->ctx, &c) != HIXL_SUCCESS) {
+        hixl_req_fail(unit->req, HIXL_FAILED, "descriptor %zu: device copy "
+                      "to %s failed: %s", i, unit->peer->name,
+                      hixl_error_message());
+        return -1;
+    }
+    return 1;
+}
+
 static int hixl_dev_post_ipc(hixl_dev_unit_t *unit, size_t i,
                              const hixl_transfer_op_desc_t *d,
                              hixl_region_t *lr, hixl_rregion_t *rr)
@@ -190,9 +235,13 @@ static int hixl_dev_post_ipc(hixl_dev_unit_t *unit, size_t i,
     hixl_rdev_t *rdev = rr->dev;
     int32_t ldev      = (lr->type == HIXL_MEM_DEVICE) ? lr->dev->attr.device :
                         -1;
-    void *remote      = (uint8_t*)rdev->addr + (d->remote_addr -
-                                                rr->range.addr);
+    void *remote;
     hixl_mem_copy_t c;
+
+    if (rdev == NULL) {
+        return hixl_dev_post_own_host(unit, i, d, lr);
+    }
+    remote = (uint8_t*)rdev->addr + (d->remote_addr - rr->range.addr);
 
     if (unit->req->op == HIXL_WRITE) {
         c.dst        = remote;

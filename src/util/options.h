@@ -8,6 +8,8 @@
 #define HIXL_OPTIONS_H_
 
 #include <hixl/hixl.h>
+#include "util/options_cann.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,8 +49,13 @@ typedef struct hixl_opts {
     int32_t  rdma_traffic_class;     /* -1: leave UCX's default */
     int32_t  rdma_service_level;     /* -1: leave UCX's default */
     int32_t  auto_connect;           /* AutoConnect */
-    uint32_t connect_pool_threads;
-    uint32_t connect_pool_queue;
+    uint32_t connect_pool_threads;   /* also GlobalResourceConfig's */
+    uint32_t connect_pool_queue;     /* connect_pool.* */
+    /* CANN hixl keys accepted for compatibility, without effect over UCX
+     * but for GlobalResourceConfig's connect_pool.* (options_cann.h) */
+    int32_t         enable_fabric_mem;   /* EnableUseFabricMem */
+    hixl_grc_t      grc;                 /* GlobalResourceConfig */
+    hixl_comm_res_t comm_res;            /* LocalCommRes */
     /* hixl.* keys */
     int32_t  progress_thread;
     int32_t  progress_spin_us;
@@ -81,11 +88,16 @@ size_t hixl_opts_count(void);
 
 /*
  * Fill *opts from defaults, then the environment, then options[].  On error
- * returns PARAM_INVALID with a message naming the key, value and range.
- * sources (may be NULL) receives where each row's value came from and
- * values (may be NULL) the text of each row's value; both have
- * hixl_opts_count() entries, values point into options[] / environ / the
- * table, valid as long as those are.
+ * returns PARAM_INVALID with a message naming the key (or the environment
+ * variable the bad value came from), value and range.  sources (may be
+ * NULL) receives where each row's value came from and values (may be NULL)
+ * the text of each row's value; both have hixl_opts_count() entries,
+ * values point into options[] / environ / the table / *opts, valid as
+ * long as those are.
+ *
+ * Keys CANN hixl defines that have no meaning over UCX are accepted (and
+ * checked as CANN checks them); the first time one is given in this
+ * process, an info line says so.
  */
 hixl_status_t hixl_opts_load(hixl_opts_t *opts, const hixl_option_t *options,
                              size_t num_options, hixl_opt_source_t *sources,

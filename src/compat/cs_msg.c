@@ -1,0 +1,196 @@
+/*
+ * Encoding and strict decoding of the HixlCS region-table messages (see
+ * cs_msg.h for the layout).
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "cs_msg.h"
+
+#include <endian.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HCS_REQ_MAGIC   "HXCQ"
+#define HCS_TABLE_MAGIC "HXCT"
+#define HCS_VERSION     1u
+
+static void hcs_put32(uint8_t *p, uint32_t v)
+{
+    v = htole32(v);
+    memcpy(p, &v, sizeof(v));
+}
+
+static void hcs_put64(uint8_t *p, uint64_t v)
+{
+    v = htole64(v);
+    memcpy(p, &v, sizeof(v));
+}
+
+static uint32_t hcs_get32(const uint8_t *p)
+{
+    uint32_t v;
+
+    memcpy(&v, p, sizeof(v));
+    return le32toh(v);
+}
+
+static uint64_t hcs_get64(const uint8_t *p)
+{
+    uint64_t v;
+
+    memcpy(&v, p, sizeof(v));
+    return le64toh(v);
+}
+
+void hcs_req_encode(uint8_t buf[HCS_REQ_LEN], uint64_t id)
+{
+    memcpy(buf, HCS_REQ_MAGIC, 4);
+    hcs_put32(buf + 4, HCS_VERSION);
+    hcs_put64(buf + 8, id);
+}
+
+int hcs_req_decode(const void *msg, size_t len, uint64_t *id)
+{
+    const uint8_t *p = msg;
+
+    if ((len != HCS_REQ_LEN) || memcmp(p, HCS_REQ_MAGIC, 4) ||
+        (hcs_get32(p + 4) != HCS_VERSION)) {
+        return -1;
+    }
+    *id = hcs_get64(p + 8);
+    return 0;
+}
+
+size_t hcs_table_len(const hcs_entry_t *e, uint32_t n)
+{
+    size_t len = HCS_TABLE_HDR;
+    uint32_t i;
+
+    for (i = 0; i < n; ++i) {
+        len += HCS_ENTRY_HDR + e[i].tag_len;
+    }
+    return len;
+}
+
+void hcs_table_encode(uint8_t *buf, uint64_t id, const hcs_entry_t *e,
+                      uint32_t n)
+{
+    uint8_t *p = buf + HCS_TABLE_HDR;
+    uint32_t i;
+
+    memcpy(buf, HCS_TABLE_MAGIC, 4);
+    hcs_put32(buf + 4, HCS_VERSION);
+    hcs_put64(buf + 8, id);
+    hcs_put32(buf + 16, n);
+    hcs_put32(buf + 20, 0);
+    for (i = 0; i < n; ++i) {
+        hcs_put32(p, (uint32_t)e[i].type);
+        hcs_put32(p + 4, (uint32_t)e[i].tag_len);
+        hcs_put64(p + 8, e[i].addr);
+        hcs_put64(p + 16, e[i].size);
+        memcpy(p + HCS_ENTRY_HDR, e[i].tag, e[i].tag_len);
+        p += HCS_ENTRY_HDR + e[i].tag_len;
+    }
+}
+
+void hcs_table_free(hcs_table_t *table)
+{
+    if (table->tags != NULL) {
+        free(table->tags[0]);   /* one block holds every tag */
+    }
+    free(table->tags);
+    free(table->mems);
+    memset(table, 0, sizeof(*table));
+}
+
+/* One pass over the entries: check them and count the tags' bytes. */
+static int hcs_table_check(const uint8_t *p, size_t len, uint32_t count,
+                           size_t *tag_bytes, char *why, size_t whylen)
+{
+    size_t off = HCS_TABLE_HDR, total = 0;
+    uint32_t i, type, tlen;
+
+    for (i = 0; i < count; ++i) {
+        if (len - off < HCS_ENTRY_HDR) {
+            snprintf(why, whylen, "entry %u is cut short", i);
+            return -1;
+        }
+        type = hcs_get32(p + off);
+        tlen = hcs_get32(p + off + 4);
+        if ((type != (uint32_t)COMM_MEM_TYPE_DEVICE) &&
+            (type != (uint32_t)COMM_MEM_TYPE_HOST)) {
+            snprintf(why, whylen, "entry %u: memory type %d", i,
+                     (int32_t)type);
+            return -1;
+        }
+        if ((tlen > HCS_TAG_MAX) || (len - off - HCS_ENTRY_HDR < tlen)) {
+            snprintf(why, whylen, "entry %u: tag of %u bytes", i, tlen);
+            return -1;
+        }
+        if (memchr(p + off + HCS_ENTRY_HDR, '\0', tlen) != NULL) {
+            snprintf(why, whylen, "entry %u: NUL in its tag", i);
+            return -1;
+        }
+        off   += HCS_ENTRY_HDR + tlen;
+        total += tlen + 1;
+    }
+    if (off != len) {
+        snprintf(why, whylen, "%zu bytes after the last entry", len - off);
+        return -1;
+    }
+    *tag_bytes = total;
+    return 0;
+}
+
+int hcs_table_decode(const void *msg, size_t len, uint64_t *id,
+                     hcs_table_t *table, char *why, size_t whylen)
+{
+    const uint8_t *p = msg;
+    size_t tag_bytes = 0, off = HCS_TABLE_HDR;
+    uint32_t count, i, tlen;
+    char *block;
+
+    memset(table, 0, sizeof(*table));
+    if ((len < HCS_TABLE_HDR) || memcmp(p, HCS_TABLE_MAGIC, 4) ||
+        (hcs_get32(p + 4) != HCS_VERSION) || (hcs_get32(p + 20) != 0)) {
+        snprintf(why, whylen, "not a version %u region table (%zu bytes)",
+                 HCS_VERSION, len);
+        return -1;
+    }
+    count = hcs_get32(p + 16);
+    if (count > HCS_MAX_REGIONS) {
+        snprintf(why, whylen, "%u regions, limit %u", count,
+                 HCS_MAX_REGIONS);
+        return -1;
+    }
+    if (hcs_table_check(p, len, count, &tag_bytes, why, whylen) != 0) {
+        return -1;
+    }
+    table->mems = calloc(count ? count : 1, sizeof(*table->mems));
+    table->tags = calloc(count ? count : 1, sizeof(*table->tags));
+    block       = malloc(tag_bytes ? tag_bytes : 1);
+    if ((table->mems == NULL) || (table->tags == NULL) || (block == NULL)) {
+        free(block);
+        hcs_table_free(table);
+        snprintf(why, whylen, "out of memory for %u regions", count);
+        return -1;
+    }
+    table->tags[0] = block;   /* freed through tags[0], even when empty */
+    for (i = 0; i < count; ++i) {
+        tlen = hcs_get32(p + off + 4);
+        table->mems[i].type = (CommMemType)(int32_t)hcs_get32(p + off);
+        table->mems[i].addr = (void*)(uintptr_t)hcs_get64(p + off + 8);
+        table->mems[i].size = hcs_get64(p + off + 16);
+        table->tags[i]      = block;
+        memcpy(block, p + off + HCS_ENTRY_HDR, tlen);
+        block[tlen] = '\0';
+        block += tlen + 1;
+        off   += HCS_ENTRY_HDR + tlen;
+    }
+    table->count = count;
+    *id          = hcs_get64(p + 8);
+    return 0;
+}
