@@ -38,6 +38,8 @@ grep 'hixl.DataPath' "$tmp/out" | grep -q 'HIXL_DATA_PATH' ||
 "$info" --option hixl.PeerTimeoutMs=oops -o >"$tmp/out" 2>&1; st=$?
 [ $st -ne 0 ] || fail "hixl_info with a bad option value: status 0"
 grep -q 'hixl.PeerTimeoutMs' "$tmp/out" || fail "a bad option value: the message does not name the option: $(cat "$tmp/out")"
+grep -q 'HIXL_PEER_TIMEOUT_MS' "$tmp/out" &&
+    fail "a bad value given with --option is blamed on the environment variable: $(cat "$tmp/out")"
 
 # the installed plugin directory is out of the search in make check
 "$info" -p >"$tmp/out" 2>&1

@@ -215,28 +215,33 @@ void hixl_ep_close_now(ucp_ep_h ep, hixl_ep_err_t *err, int peer_mode,
 void hixl_peer_ep_close(hixl_engine_t *engine, hixl_peer_t *peer,
                         ucs_status_t status)
 {
-    /* before the flush service's close settles them: a connection that
-     * ends with nothing in flight and nothing reported by UCX ends in
-     * order, and the listener is asked to close its end too */
-    int orderly = (atomic_load(&peer->inflight) == 0) &&
-                  (peer->chan != NULL) &&
-                  (atomic_load(&peer->chan->bound) == 1) &&
-                  (peer->ep_err != NULL) &&
+    /* read before the flush service's close settles the transfers */
+    int ucx_ok  = (peer->ep_err != NULL) &&
                   (hixl_ep_err_status(peer->ep_err) == UCS_OK);
+    int unbind  = ucx_ok && (peer->end == HIXL_PEER_END_ORDERLY) &&
+                  (atomic_load(&peer->inflight) == 0) &&
+                  (peer->chan != NULL) &&
+                  (atomic_load(&peer->chan->bound) == 1);
+    int retire  = ucx_ok && (peer->end != HIXL_PEER_END_ABRUPT);
 
     hixl_served_close(engine, peer);   /* accepted: the endpoint we own */
     if (peer->epf != NULL) {
         hixl_epf_close(peer->epf, status);   /* no flush may be issued now */
         peer->epf = NULL;
     }
-    if ((peer->ep != NULL) && peer->ep_peer_mode) {
-        /* flushed, then force-closed (core/ep_retire.h) */
+    if ((peer->ep != NULL) && peer->ep_peer_mode && retire) {
+        /* both sides may be alive: flushed, then force-closed, and the
+         * listener asked to close its end when nothing was in flight
+         * (core/ep_retire.h) */
         peer->retire_id = hixl_retire_start(engine, peer->ep, peer->ep_err,
-                                            peer->conn_id, orderly,
+                                            peer->conn_id, unbind,
                                             peer->name);
         peer->ep_err    = NULL;   /* its reference went with the endpoint */
     } else if (peer->ep != NULL) {
-        hixl_ep_close_now(peer->ep, peer->ep_err, 0, peer->name);
+        /* the peer is gone (its sockets with it), or UCX's error path has
+         * the endpoint: closed at once, what is queued cancelled */
+        hixl_ep_close_now(peer->ep, peer->ep_err, peer->ep_peer_mode,
+                          peer->name);
     }
     peer->ep = NULL;
     if (peer->chan != NULL) {

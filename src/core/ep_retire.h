@@ -27,11 +27,17 @@
  *     about 15 s after the heal.  A flush first, then the forced close,
  *     never meets a blocked queue.
  *
- * So a connector retires an endpoint (hixl_retire_start): it flushes it;
- * if the connection ended in order (nothing in flight, nothing reported
- * by UCX) it also sends UNBIND on it with the REPLY flag, and the
- * listener's handler takes the endpoint out of the served table, answers
- * UNBIND_ACK on it and retires its own end (flush, then forced close).
+ * So a connector whose connection ended with both sides possibly alive
+ * (an application disconnected, or the peer stopped answering: core/peer.h
+ * hixl_peer_end_t) retires its endpoint (hixl_retire_start): it flushes
+ * it; if the connection ended in order with nothing in flight, it then
+ * sends UNBIND on it with the REPLY flag, and the listener's handler takes
+ * the endpoint out of the served table, answers UNBIND_ACK on it and
+ * retires its own end (flush, then forced close).  A peer that is gone
+ * (its sockets closed without a goodbye) or an endpoint UCX reported an
+ * error on is closed at once, as before: nothing is blocked there, and a
+ * flush racing UCX's own error handling trips a UCX 1.13 assertion
+ * ("comp->count > 0", seen once when a decode was killed mid-flush).
  * The connector force-closes its endpoint once its flush is done and the
  * answer came (or HIXL_RETIRE_WAIT_MS passed without one), or at once when
  * UCX reports an error on it.  A flush that cannot finish (the peer is cut

@@ -43,6 +43,18 @@ typedef enum hixl_peer_state {
 
 typedef struct hixl_ep_err hixl_ep_err_t;
 
+/* How a connection ended, as far as this side can tell: it decides how
+ * its UCX endpoint is closed (core/ep_retire.h). */
+typedef enum hixl_peer_end {
+    HIXL_PEER_END_ABRUPT,    /* the peer is gone (its socket closed without
+                                a goodbye, an error), or this engine goes:
+                                closed at once */
+    HIXL_PEER_END_ORDERLY,   /* either application disconnected (or the
+                                other side said goodbye): both alive */
+    HIXL_PEER_END_CUT        /* no answer for hixl.PeerTimeoutMs: maybe
+                                alive behind a partition, its queue blocked */
+} hixl_peer_end_t;
+
 struct hixl_peer {
     hixl_peer_t          *next;
     hixl_engine_t        *engine;
@@ -55,6 +67,7 @@ struct hixl_peer {
      * if it ends otherwise, its hixl_disconnect() is owed (ctrl/) */
     int                   app_owned;
     hixl_status_t         close_status;
+    hixl_peer_end_t       end;          /* set before hixl_peer_close */
     char                  close_reason[256];
     char                  name[HIXL_ENGINE_NAME_MAX + 1];   /* canonical */
     char                  alias[HIXL_ENGINE_NAME_MAX + 1];  /* as connected */

@@ -84,6 +84,7 @@ static void hixl_ctrl_conn_failed(hixl_engine_t *engine, hixl_peer_t *peer,
         hixl_log_warn("%s: no answer for hixl.PeerTimeoutMs (%d ms): closing",
                       peer->name[0] ? peer->name : "a connection in handshake",
                       engine->opts.peer_timeout_ms);
+        peer->end = HIXL_PEER_END_CUT;
         hixl_peer_close(engine, peer, HIXL_FAILED, "%s answered nothing for "
                         "%d ms (hixl.PeerTimeoutMs): it is gone or cut off "
                         "(%s)", peer->name[0] ? peer->name : "the peer",
@@ -128,6 +129,7 @@ void hixl_ctrl_event(hixl_engine_t *engine, uint64_t serial, uint32_t events)
 static int hixl_ctrl_on_bye(hixl_engine_t *engine, hixl_peer_t *peer,
                             const ctrl_msg_t *msg)
 {
+    peer->end = HIXL_PEER_END_ORDERLY;   /* it said goodbye: alive */
     hixl_peer_close(engine, peer, HIXL_FAILED, "%s closed the connection: "
                     "%.*s", peer->name[0] ? peer->name : "peer",
                     (int)msg->u.bye.reason.len,
