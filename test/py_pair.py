@@ -18,6 +18,7 @@ is checked; a verdict is {"ok": bool, "errors": [...]}.
 import ctypes
 import hashlib
 import json
+import logging
 import mmap
 import os
 import select
@@ -97,10 +98,25 @@ class Checks:
                 what, i, got[i:i + 1], want[i:i + 1]))
 
 
+class Captured(logging.Handler):
+    """The library's log lines as they reach Python's logging."""
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
 def decode():
     c = Checks("decode")
+    logs = Captured()
+    logging.getLogger("hixl_ucx").addHandler(logs)
+    logging.getLogger("hixl_ucx").setLevel(logging.DEBUG)
     h = hixl.Hixl()
-    c.ok(h.initialize("127.0.0.1:0", {"hixl.ListenEphemeral": "1"}),
+    c.ok(h.initialize("127.0.0.1:0", {"hixl.ListenEphemeral": "1",
+                                      "hixl.LogLevel": "info"}),
          "initialize")
     # peers write into memory from alloc_mem; ctypes and mmap work too
     st, kv_addr, kv_handle = h.alloc_mem(KV_LEN, hixl.MEM_HOST)
@@ -158,6 +174,18 @@ def decode():
             c.fail("kv_ready came from %r, not %r" % (got[1].remote, prefill))
     c.same(ctypes.string_at(kv_addr, KV_LEN), kv_want, "KV at the end")
 
+    # the library's own lines came through logging, with their source
+    accepted = [r for r in logs.records
+                if r.getMessage().startswith("accepted ")]
+    if not accepted:
+        c.fail("no 'accepted ...' line from the library in logging (got %d "
+               "records)" % len(logs.records))
+    elif accepted[0].levelno != logging.INFO or \
+            not accepted[0].name.startswith("hixl_ucx.") or \
+            not accepted[0].pathname.endswith(".c"):
+        c.fail("the 'accepted' record: level %s, logger %s, source %s" %
+               (accepted[0].levelname, accepted[0].name,
+                accepted[0].pathname))
     say({"ok": not c.errors, "errors": c.errors})
     hear()   # bye: prefill has read the block back
     c.ok(h.deregister_mem(mm_handle), "deregister_mem(mmap)")

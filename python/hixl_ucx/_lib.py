@@ -31,6 +31,7 @@ from typing import List, Optional, Tuple
 
 from ._ctypes import (CAsyncEntry, CMemDesc, CNotify, CNotifyDesc, COpDesc,
                       COption, CTransferArgs, CTransferResult)
+from ._logging import LOG_FN, install as _install_logging
 
 SONAME = "libhixl-ucx.so.0"
 
@@ -83,6 +84,7 @@ PROTOTYPES = {
     "hixl_strerror": (_STR, [_ST]),
     "hixl_last_error": (_STR, []),
     "hixl_version": (_STR, []),
+    "hixl_set_log_handler": (_ST, [LOG_FN, _VP]),
 }
 
 _lock = threading.Lock()
@@ -109,6 +111,7 @@ def _open(path: str) -> ctypes.CDLL:
         fn = getattr(lib, name)   # AttributeError: not libhixl-ucx
         fn.restype = restype
         fn.argtypes = argtypes
+    _install_logging(lib)
     return lib
 
 

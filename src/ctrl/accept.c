@@ -185,7 +185,8 @@ static hixl_status_t hixl_send_hello_ack(hixl_engine_t *engine,
 static int hixl_handshake_replace(hixl_engine_t *engine, hixl_peer_t *peer)
 {
     struct hixl_handshake *hs = peer->hs;
-    char reason[512];
+    char reason[640];
+    hixl_name_t claimed;
     hixl_peer_t *old;
 
     old = hixl_peer_find(engine, hs->claimed, 0);
@@ -197,9 +198,13 @@ static int hixl_handshake_replace(hixl_engine_t *engine, hixl_peer_t *peer)
         snprintf(reason, sizeof(reason), "another engine named %s is "
                  "connected to %s (engine names must be unique); if it is "
                  "gone, it is dropped within hixl.PeerTimeoutMs (%d ms) of "
-                 "its last sign of life: retry after that",
+                 "its last sign of life: retry after that%s",
                  hs->claimed, engine->name.canon,
-                 engine->opts.peer_timeout_ms);
+                 engine->opts.peer_timeout_ms,
+                 ((hixl_name_parse(hs->claimed, &claimed) == HIXL_SUCCESS) &&
+                  (claimed.port == 0)) ?
+                 ". Client-only engines of one host get names of their own "
+                 "by listening (\"ip:0\", hixl.ListenEphemeral=1)" : "");
         return hixl_refuse_hello(engine, peer, HIXL_FAILED, reason);
     }
     hixl_peer_close(engine, old, HIXL_FAILED, "replaced by a new connection "
