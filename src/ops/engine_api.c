@@ -8,6 +8,7 @@
 #include "device/device.h"
 #include "ops/connect_async.h"
 #include "ops/layer.h"
+#include "ops/mem_prefault.h"
 #include "ops/memory.h"
 #include "ops/notify.h"
 #include "ops/transfer.h"
@@ -22,6 +23,7 @@
 static void hixl_engine_destroy(hixl_engine_t *engine)
 {
     hixl_connect_async_cleanup(engine);
+    hixl_prefault_stop(engine);   /* before peers' mappings go */
     hixl_ctrl_stop_listening(engine);
     hixl_engine_drain(engine);
     hixl_progress_stop(engine);

@@ -18,13 +18,16 @@
  */
 #include "config.h"
 #include "ops/memory.h"
+#include "ops/mem_prefault.h"
 #include "core/ucx_tls.h"
 #include "ctrl/dispatch.h"
 #include "device/device_mem.h"
 #include "util/clock.h"
 #include "util/handle.h"
 #include "util/log.h"
+#include "util/prefault.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,6 +252,20 @@ static hixl_status_t hixl_mem_create(hixl_engine_t *engine, uintptr_t addr,
     return HIXL_SUCCESS;
 }
 
+/* The region's own mapping here, page tables filled (util/prefault.h): a
+ * peer's first write into it, by this process's hands (library messages)
+ * or through the kernel (same-host copies), faults nothing. */
+static void hixl_mem_prefault(const hixl_region_t *region)
+{
+    int err = hixl_prefault((const void*)(uintptr_t)region->range.addr,
+                            region->range.len);
+
+    if (err != 0) {
+        hixl_log_debug("pre-faulting [0x%" PRIx64 ", +%" PRIu64 "): %s",
+                       region->range.addr, region->range.len, strerror(err));
+    }
+}
+
 /* The same region registered again is SUCCESS with the same handle, as in
  * hixl (whose users register what they allocate, maybe twice). */
 static int hixl_mem_registered(hixl_engine_t *engine,
@@ -303,6 +320,10 @@ hixl_status_t hixl_register_mem(hixl_engine_t *engine,
         status = hixl_mem_create(engine, mem->addr, mem->len, type, 0,
                                  &region);
     }
+    if ((status == HIXL_SUCCESS) && (type == HIXL_MEM_HOST) &&
+        (engine->opts.prefault == HIXL_PREFAULT_ALL)) {
+        hixl_mem_prefault(region);
+    }
     if (status == HIXL_SUCCESS) {
         *handle_p = (hixl_mem_handle_t)(uintptr_t)region->handle;
     }
@@ -329,6 +350,10 @@ hixl_status_t hixl_alloc_mem(hixl_engine_t *engine, size_t len,
     status = hixl_mem_check_type(type, 1);
     if (status == HIXL_SUCCESS) {
         status = hixl_mem_create(engine, 0, len, type, 1, &region);
+    }
+    if ((status == HIXL_SUCCESS) && (type == HIXL_MEM_HOST) &&
+        (engine->opts.prefault != HIXL_PREFAULT_NONE)) {
+        hixl_mem_prefault(region);
     }
     if (status == HIXL_SUCCESS) {
         *addr_p   = (void*)(uintptr_t)region->range.addr;
@@ -546,6 +571,7 @@ static int hixl_on_mem_add(hixl_engine_t *engine, hixl_peer_t *peer,
     hixl_rregion_t *rr;
     hixl_status_t status = HIXL_FAILED;
     ucs_status_t ustatus;
+    void *mapped;
 
     if (peer->ep == NULL) {
         return hixl_ctrl_protocol_error(engine, peer, msg, "before the "
@@ -599,6 +625,12 @@ static int hixl_on_mem_add(hixl_engine_t *engine, hixl_peer_t *peer,
         }
     }
     rr->path = hixl_rregion_path(engine, peer, rr);
+    if ((rr->path == HIXL_RPATH_UCX) && (rr->rkey != NULL) &&
+        (rr->mem_type == HIXL_MEM_HOST) &&
+        (engine->opts.prefault != HIXL_PREFAULT_NONE) &&
+        (ucp_rkey_ptr(rr->rkey, addr, &mapped) == UCS_OK)) {
+        hixl_prefault_later(engine, mapped, len);   /* mapped here */
+    }
     status = hixl_rtable_insert(&peer->rtab, rr,
                                 engine->opts.max_remote_regions);
     if (status == HIXL_SUCCESS) {

@@ -77,6 +77,9 @@ static const char *const hixl_device_path_names[] = { /* hixl_device_path_t */
 static const char *const hixl_data_path_names[] = {   /* hixl_data_path_t */
     "auto", "rma", "am", "cma", NULL
 };
+static const char *const hixl_prefault_names[] = {    /* hixl_prefault_mode_t */
+    "auto", "all", "none", NULL
+};
 
 static const hixl_opt_row_t hixl_opt_table[] = {
     {"BufferPool", "HIXL_BUFFER_POOL", HIXL_OPT_BUFFER_POOL, "4:8", 0, 0, 0,
@@ -189,6 +192,14 @@ static const hixl_opt_row_t hixl_opt_table[] = {
      "this host otherwise, am elsewhere (tcp, where UCX would emulate puts "
      "with messages whose handler aborts the target if the initiator dies "
      "mid-put)", hixl_data_path_names, NULL, NULL, 0},
+    {"hixl.PrefaultMem", "HIXL_PREFAULT_MEM", HIXL_OPT_ENUM, "auto", 0, 0, 0,
+     OFF(prefault),
+     "Page tables filled ahead (MADV_POPULATE_WRITE, bytes untouched), so "
+     "that the first transfer into fresh memory does not fault page by "
+     "page: auto (memory from hixl_alloc_mem, and a peer's memory mapped "
+     "here when the connection is made), all (also every registered host "
+     "region, which the kernel then backs with pages), none",
+     hixl_prefault_names, NULL, NULL, 0},
     {"hixl.PeerTimeoutMs", "HIXL_PEER_TIMEOUT_MS", HIXL_OPT_INT, "10000",
      1000, 3600000, 0, OFF(peer_timeout_ms),
      "How long a silent peer stays connected: its control connection's "

@@ -35,6 +35,13 @@ typedef enum hixl_data_path {
     HIXL_DATA_PATH_CMA
 } hixl_data_path_t;
 
+typedef enum hixl_prefault_mode {
+    HIXL_PREFAULT_AUTO,     /* hixl_alloc_mem's memory, and peers' memory
+                               mapped here at connect */
+    HIXL_PREFAULT_ALL,      /* and every registered host region */
+    HIXL_PREFAULT_NONE
+} hixl_prefault_mode_t;
+
 typedef enum hixl_opt_source {
     HIXL_OPT_DEFAULT,
     HIXL_OPT_ENV,
@@ -72,6 +79,7 @@ typedef struct hixl_opts {
     int32_t  log_level;
     int32_t  error_mode;             /* hixl_error_mode_t */
     int32_t  data_path;              /* hixl_data_path_t */
+    int32_t  prefault;               /* hixl_prefault_mode_t */
     int32_t  peer_timeout_ms;
     char     secret[256];            /* "" when unset */
     /* memory-type plugins and device paths */
