@@ -7,6 +7,7 @@
 #include "core/engine.h"
 #include "util/log.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -206,6 +207,31 @@ void hixl_chan_close(hixl_engine_t *engine, hixl_chan_t *chan)
         engine->chans.free = chan;
     }
     pthread_rwlock_unlock(&engine->serve_lock);
+    /* no chunk starts from now (its start looks under serve_lock); one in
+     * progress ends within milliseconds, and must before the peer's
+     * memory mapped here goes with its keys */
+    while (atomic_load(&chan->copying) > 0) {
+        sched_yield();
+    }
+}
+
+int hixl_chan_copy_begin(hixl_engine_t *engine, hixl_chan_t *chan,
+                         uint64_t id)
+{
+    int open;
+
+    pthread_rwlock_rdlock(&engine->serve_lock);
+    open = (chan->id == id) && atomic_load(&chan->open);
+    if (open) {
+        atomic_fetch_add(&chan->copying, 1);
+    }
+    pthread_rwlock_unlock(&engine->serve_lock);
+    return open;
+}
+
+void hixl_chan_copy_end(hixl_chan_t *chan)
+{
+    atomic_fetch_sub(&chan->copying, 1);
 }
 
 void hixl_chan_table_cleanup(hixl_chan_table_t *t)

@@ -59,6 +59,9 @@ struct hixl_chan {
     hixl_am_wait_t *am_wait_head, *am_wait_tail;
     int             am_draining;  /* taken off the queue, being sent */
     hixl_chan_t    *am_next;      /* in the pool's list of waiting ones */
+    /* chunks of same-host copies being copied now (ops/copier.c): the
+     * close waits for them before the peer's mappings go */
+    atomic_int      copying;
 };
 
 typedef struct hixl_chan_table {
@@ -92,6 +95,12 @@ unsigned hixl_chan_post(hixl_chan_t *chan);
 
 /* Its answer came (or it can never come: it was not sent): uncounted. */
 void hixl_chan_answered(hixl_chan_t *chan, unsigned slot);
+
+/* A chunk of a same-host copy may start (1: the channel named id is open;
+ * it counts as copying until hixl_chan_copy_end) or not (0: closed). */
+int hixl_chan_copy_begin(hixl_engine_t *engine, hixl_chan_t *chan,
+                         uint64_t id);
+void hixl_chan_copy_end(hixl_chan_t *chan);
 
 /* Set the channel's active-message handlers on the engine's out worker. */
 hixl_status_t hixl_chan_init(hixl_engine_t *engine);

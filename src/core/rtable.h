@@ -25,7 +25,8 @@ struct hixl_rdev;
 typedef enum hixl_rpath {
     HIXL_RPATH_UCX,   /* UCX puts and gets */
     HIXL_RPATH_AM,    /* library messages (core/am_xfer.h) */
-    HIXL_RPATH_CMA    /* same-host kernel copies (core/cma.h) */
+    HIXL_RPATH_CMA,   /* same-host kernel copies (core/cma.h) */
+    HIXL_RPATH_MAP    /* memcpy: UCX maps the memory here (ops/copier.h) */
 } hixl_rpath_t;
 
 typedef struct hixl_rregion {
@@ -34,6 +35,7 @@ typedef struct hixl_rregion {
     uint32_t             mem_type;
     ucp_rkey_h           rkey;      /* NULL: device memory not NIC-mapped */
     hixl_rpath_t         path;      /* how host transfers reach it */
+    void                *mapped;    /* MAP: range.addr, mapped here */
     struct hixl_rdev    *dev;       /* device memory: its key */
     struct hixl_rregion *next_dead;
 } hixl_rregion_t;

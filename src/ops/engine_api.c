@@ -7,6 +7,7 @@
 #include "ctrl/ctrl.h"
 #include "device/device.h"
 #include "ops/connect_async.h"
+#include "ops/copier.h"
 #include "ops/layer.h"
 #include "ops/mem_prefault.h"
 #include "ops/memory.h"
@@ -30,6 +31,7 @@ static void hixl_engine_destroy(hixl_engine_t *engine)
     pthread_mutex_lock(&engine->lock);
     hixl_engine_close_peers(engine);
     pthread_mutex_unlock(&engine->lock);
+    hixl_copier_stop(engine);   /* after the drain, which may wait for it */
     /* device copies and staged chunks in flight end (or fail: their peers
      * are closed) while the worker still runs their UCX parts */
     hixl_dev_drain(engine);

@@ -526,23 +526,29 @@ void hixl_memory_cleanup(hixl_engine_t *engine)
 
 /*
  * How transfers reach a remote host region (core/am_xfer.h): UCX puts and
- * gets where they are real (UCX maps the memory here, ucp_rkey_ptr: shared
- * memory it allocated; or the endpoint has RDMA lanes).  Elsewhere UCX
- * would emulate them with messages, whose handler aborts the target when
- * this engine dies (tcp) or which fill a shared-memory queue that a death
- * can block for good (memory UCX did not allocate): kernel copies to a
- * process of this host that allows them (core/cma.h), else the library's
- * own messages.  hixl.DataPath forces one.
+ * gets where it has RDMA lanes; a plain memcpy where UCX maps the memory
+ * here (ucp_rkey_ptr: shared memory it allocated; what UCX's own put would
+ * do, but the library can do it off the caller's thread: ops/copier.h).
+ * Elsewhere UCX would emulate puts with messages, whose handler aborts the
+ * target when this engine dies (tcp) or which fill a shared-memory queue
+ * that a death can block for good (memory UCX did not allocate): kernel
+ * copies to a process of this host that allows them (core/cma.h), else
+ * the library's own messages.  hixl.DataPath forces one.
  */
 static hixl_rpath_t hixl_rregion_path(hixl_engine_t *engine,
                                       hixl_peer_t *peer, hixl_rregion_t *rr)
 {
     static const char *const sm[] = {"sm", "posix", "sysv", "mm"};
     hixl_rpath_t other = peer->cma_pid ? HIXL_RPATH_CMA : HIXL_RPATH_AM;
-    void *mapped;
 
     if ((rr->mem_type != HIXL_MEM_HOST) || (rr->rkey == NULL)) {
         return HIXL_RPATH_UCX;   /* device memory has paths of its own */
+    }
+    /* UCX maps memory it allocated whatever UCX_TLS says: use the mapping
+     * only where the user's transports include shared memory */
+    if (!hixl_ucx_tls_allows(sm, sizeof(sm) / sizeof(sm[0])) ||
+        (ucp_rkey_ptr(rr->rkey, rr->range.addr, &rr->mapped) != UCS_OK)) {
+        rr->mapped = NULL;
     }
     switch (engine->opts.data_path) {
     case HIXL_DATA_PATH_RMA:
@@ -552,14 +558,8 @@ static hixl_rpath_t hixl_rregion_path(hixl_engine_t *engine,
     case HIXL_DATA_PATH_CMA:
         return other;
     default:
-        /* UCX maps memory it allocated whatever UCX_TLS says, but only an
-         * endpoint with a shared-memory lane puts into that mapping: with
-         * UCX_TLS=tcp its puts would be tcp puts, which abort the target
-         * when this engine dies (core/am_xfer.h) */
-        return (peer->ep_rdma ||
-                (hixl_ucx_tls_allows(sm, sizeof(sm) / sizeof(sm[0])) &&
-                 (ucp_rkey_ptr(rr->rkey, rr->range.addr, &mapped) ==
-                  UCS_OK))) ? HIXL_RPATH_UCX : other;
+        return peer->ep_rdma ? HIXL_RPATH_UCX :
+               (rr->mapped != NULL) ? HIXL_RPATH_MAP : other;
     }
 }
 
@@ -571,7 +571,6 @@ static int hixl_on_mem_add(hixl_engine_t *engine, hixl_peer_t *peer,
     hixl_rregion_t *rr;
     hixl_status_t status = HIXL_FAILED;
     ucs_status_t ustatus;
-    void *mapped;
 
     if (peer->ep == NULL) {
         return hixl_ctrl_protocol_error(engine, peer, msg, "before the "
@@ -625,11 +624,9 @@ static int hixl_on_mem_add(hixl_engine_t *engine, hixl_peer_t *peer,
         }
     }
     rr->path = hixl_rregion_path(engine, peer, rr);
-    if ((rr->path == HIXL_RPATH_UCX) && (rr->rkey != NULL) &&
-        (rr->mem_type == HIXL_MEM_HOST) &&
-        (engine->opts.prefault != HIXL_PREFAULT_NONE) &&
-        (ucp_rkey_ptr(rr->rkey, addr, &mapped) == UCS_OK)) {
-        hixl_prefault_later(engine, mapped, len);   /* mapped here */
+    if ((rr->mapped != NULL) &&
+        (engine->opts.prefault != HIXL_PREFAULT_NONE)) {
+        hixl_prefault_later(engine, rr->mapped, len);   /* mapped here */
     }
     status = hixl_rtable_insert(&peer->rtab, rr,
                                 engine->opts.max_remote_regions);

@@ -19,8 +19,8 @@
 #include "ops/transfer.h"
 #include "ops/memory.h"
 #include "ops/notify.h"
+#include "ops/copier.h"
 #include "core/am_xfer.h"
-#include "core/cma.h"
 #include "device/device_path.h"
 #include "util/args.h"
 #include "util/array.h"
@@ -181,12 +181,32 @@ static ucs_status_t hixl_xfer_rma(hixl_peer_t *peer, hixl_transfer_op_t op,
     return UCS_OK;
 }
 
-static ucs_status_t hixl_xfer_cma(hixl_peer_t *peer, hixl_request_t *req,
-                                  const hixl_transfer_op_desc_t *d)
+/* A same-host copy (ops/copier.h): in this thread for a blocking call or
+ * without a progress thread, else by the engine's copier thread, counted
+ * in the connection's channel so that the request's flush waits for it. */
+static ucs_status_t hixl_xfer_copy(hixl_engine_t *engine, hixl_peer_t *peer,
+                                   hixl_request_t *req,
+                                   const hixl_transfer_op_desc_t *d,
+                                   const hixl_rregion_t *rr, int blocking)
 {
-    if (hixl_cma_copy(peer->cma_pid, req->op == HIXL_WRITE,
-                      (void*)(uintptr_t)d->local_addr, d->remote_addr,
-                      d->len) != HIXL_SUCCESS) {
+    int write        = (req->op == HIXL_WRITE);
+    pid_t pid        = 0;
+    uint64_t remote  = d->remote_addr;
+    hixl_status_t status;
+
+    if (rr->path == HIXL_RPATH_MAP) {
+        remote = (uint64_t)(uintptr_t)rr->mapped +
+                 (d->remote_addr - rr->range.addr);
+    } else {
+        pid = peer->cma_pid;
+    }
+    status = (!blocking && hixl_copier_enabled(engine)) ?
+             hixl_copier_post(engine, peer->chan, req, write, pid,
+                              (void*)(uintptr_t)d->local_addr, remote,
+                              d->len) :
+             hixl_copy_now(write, pid, (void*)(uintptr_t)d->local_addr,
+                           remote, d->len);
+    if (status != HIXL_SUCCESS) {
         hixl_req_fail(req, HIXL_FAILED, "%s", hixl_error_message());
         return UCS_ERR_IO_ERROR;
     }
@@ -206,14 +226,14 @@ static void hixl_xfer_rma_failed(hixl_request_t *req, size_t i,
 static ucs_status_t hixl_xfer_host(hixl_engine_t *engine, hixl_peer_t *peer,
                                    hixl_request_t *req,
                                    const hixl_transfer_op_desc_t *d,
-                                   const hixl_xfer_slot_t *s)
+                                   const hixl_xfer_slot_t *s, int blocking)
 {
     if (s->remote->path == HIXL_RPATH_UCX) {
         return hixl_xfer_rma(peer, req->op, d, s);
     }
-    if (s->remote->path == HIXL_RPATH_CMA) {
-        /* done when it returns: nothing for the flush to wait for */
-        return hixl_xfer_cma(peer, req, d);
+    if ((s->remote->path == HIXL_RPATH_CMA) ||
+        (s->remote->path == HIXL_RPATH_MAP)) {
+        return hixl_xfer_copy(engine, peer, req, d, s->remote, blocking);
     }
     if (req->op == HIXL_WRITE) {
         return hixl_am_write(engine, peer->chan, req,
@@ -230,7 +250,8 @@ static ucs_status_t hixl_xfer_host(hixl_engine_t *engine, hixl_peer_t *peer,
 static void hixl_xfer_post(hixl_engine_t *engine, hixl_peer_t *peer,
                            hixl_request_t *req,
                            const hixl_transfer_op_desc_t *descs,
-                           size_t num_descs, const hixl_xfer_plan_t *plan)
+                           size_t num_descs, const hixl_xfer_plan_t *plan,
+                           int blocking)
 {
     hixl_dev_unit_t *unit = NULL;
     ucs_status_t ustatus;
@@ -249,7 +270,7 @@ static void hixl_xfer_post(hixl_engine_t *engine, hixl_peer_t *peer,
             continue;
         }
         ustatus = hixl_xfer_host(engine, peer, req, &descs[i],
-                                 &plan->slots[i]);
+                                 &plan->slots[i], blocking);
         if (ustatus != UCS_OK) {
             hixl_xfer_rma_failed(req, i, ustatus);
             break;
@@ -485,7 +506,7 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
     if (ustatus != UCS_OK) {
         hixl_xfer_rma_failed(req, failed_at, ustatus);
     } else if (!plan.all_host || plan.any_lib || (notify != NULL)) {
-        hixl_xfer_post(engine, peer, req, descs, num_descs, &plan);
+        hixl_xfer_post(engine, peer, req, descs, num_descs, &plan, blocking);
     }
     /* what was posted is flushed, after a failure too: it must be done
      * before the request and the caller's buffers are released */

@@ -1,0 +1,216 @@
+/*
+ * Same-host copies off the caller's thread (copier.h).
+ */
+#include "config.h"
+#include "ops/copier.h"
+#include "core/channel.h"
+#include "core/cma.h"
+#include "core/engine.h"
+#include "core/request.h"
+#include "util/log.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Between two chunks the thread looks whether the connection still lives:
+ * a close waits for at most one chunk (about a millisecond). */
+#define HIXL_COPY_CHUNK (8u << 20)
+
+typedef struct hixl_copy_job {
+    struct hixl_copy_job *next;
+    hixl_chan_t          *chan;
+    uint64_t              chan_id;
+    unsigned              slot;
+    uint64_t              req_handle;
+    int                   write;
+    pid_t                 pid;
+    void                 *local;
+    uint64_t              remote;
+    size_t                len;
+} hixl_copy_job_t;
+
+struct hixl_copier {
+    pthread_mutex_t  lock;
+    pthread_cond_t   cond;
+    pthread_t        thread;
+    int              running;
+    int              stop;
+    hixl_copy_job_t *head, *tail;
+    hixl_engine_t   *engine;
+};
+
+hixl_status_t hixl_copy_now(int write, pid_t pid, void *local,
+                            uint64_t remote, size_t len)
+{
+    void *r = (void*)(uintptr_t)remote;
+
+    if (pid != 0) {
+        return hixl_cma_copy(pid, write, local, remote, len);
+    }
+    memcpy(write ? r : local, write ? local : r, len);
+    return HIXL_SUCCESS;
+}
+
+int hixl_copier_enabled(const hixl_engine_t *engine)
+{
+    return engine->progress.running;
+}
+
+/* Whether the job's request still waits for its bytes: one that ended
+ * (reported TIMEOUT, or failed in another descriptor) has let its caller
+ * reuse the buffers, so its queued copies stop at the next chunk. */
+static int hixl_copier_wanted(hixl_engine_t *engine,
+                              const hixl_copy_job_t *job)
+{
+    hixl_request_t *req = hixl_req_lookup(&engine->reqs, job->req_handle);
+
+    return (req != NULL) && (atomic_load(&req->status) == HIXL_SUCCESS);
+}
+
+/* One job: chunk by chunk while its connection lives and its request
+ * waits; then its slot is answered (the flushes that wait for it go on),
+ * with the failure, if any, recorded in its request first. */
+static void hixl_copier_run(hixl_engine_t *engine, hixl_copy_job_t *job)
+{
+    hixl_status_t status = HIXL_SUCCESS;
+    hixl_request_t *req;
+    char why[HIXL_ERROR_MSG_MAX] = "";
+    size_t off, n;
+
+    for (off = 0; (off < job->len) && (status == HIXL_SUCCESS) &&
+                  hixl_copier_wanted(engine, job); off += n) {
+        n = job->len - off;
+        n = (n > HIXL_COPY_CHUNK) ? HIXL_COPY_CHUNK : n;
+        if (!hixl_chan_copy_begin(engine, job->chan, job->chan_id)) {
+            return;   /* closed: its transfers ended with it */
+        }
+        status = hixl_copy_now(job->write, job->pid,
+                               (char*)job->local + off, job->remote + off, n);
+        hixl_chan_copy_end(job->chan);
+        if (status != HIXL_SUCCESS) {
+            snprintf(why, sizeof(why), "%s", hixl_error_message());
+        }
+    }
+    pthread_rwlock_rdlock(&engine->serve_lock);
+    if (hixl_chan_lookup(engine, job->chan_id) == job->chan) {
+        if (status != HIXL_SUCCESS) {
+            req = hixl_req_lookup(&engine->reqs, job->req_handle);
+            if (req != NULL) {
+                hixl_req_fail(req, HIXL_FAILED, "%s", why);
+            }
+        }
+        hixl_chan_answered(job->chan, job->slot);
+    }
+    pthread_rwlock_unlock(&engine->serve_lock);
+}
+
+static void *hixl_copier_main(void *arg)
+{
+    struct hixl_copier *c = arg;
+    hixl_copy_job_t *job;
+
+    pthread_mutex_lock(&c->lock);
+    while (!c->stop) {
+        job = c->head;
+        if (job == NULL) {
+            pthread_cond_wait(&c->cond, &c->lock);
+            continue;
+        }
+        c->head = job->next;
+        if (c->head == NULL) {
+            c->tail = NULL;
+        }
+        pthread_mutex_unlock(&c->lock);
+        hixl_copier_run(c->engine, job);
+        free(job);
+        hixl_progress_kick(c->engine);   /* a flush may be done now */
+        pthread_mutex_lock(&c->lock);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
+}
+
+static struct hixl_copier *hixl_copier_get(hixl_engine_t *engine)
+{
+    struct hixl_copier *c = engine->copier;
+
+    if (c != NULL) {
+        return c;
+    }
+    c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        return NULL;
+    }
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->cond, NULL);
+    c->engine = engine;
+    if (pthread_create(&c->thread, NULL, hixl_copier_main, c) != 0) {
+        pthread_mutex_destroy(&c->lock);
+        pthread_cond_destroy(&c->cond);
+        free(c);
+        return NULL;
+    }
+    c->running      = 1;
+    engine->copier  = c;
+    return c;
+}
+
+hixl_status_t hixl_copier_post(hixl_engine_t *engine, hixl_chan_t *chan,
+                               hixl_request_t *req, int write, pid_t pid,
+                               void *local, uint64_t remote, size_t len)
+{
+    struct hixl_copier *c = hixl_copier_get(engine);
+    hixl_copy_job_t *job;
+
+    if (c == NULL) {   /* no thread: the caller's does it */
+        return hixl_copy_now(write, pid, local, remote, len);
+    }
+    job = calloc(1, sizeof(*job));
+    if (job == NULL) {
+        return hixl_copy_now(write, pid, local, remote, len);
+    }
+    job->chan       = chan;
+    job->chan_id    = chan->id;
+    job->slot       = hixl_chan_post(chan);   /* flushes wait for it */
+    job->req_handle = req->handle;
+    job->write      = write;
+    job->pid        = pid;
+    job->local      = local;
+    job->remote     = remote;
+    job->len        = len;
+    pthread_mutex_lock(&c->lock);
+    if (c->tail != NULL) {
+        c->tail->next = job;
+    } else {
+        c->head = job;
+    }
+    c->tail = job;
+    pthread_cond_signal(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+    return HIXL_SUCCESS;
+}
+
+void hixl_copier_stop(hixl_engine_t *engine)
+{
+    struct hixl_copier *c = engine->copier;
+    hixl_copy_job_t *job;
+
+    if (c == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&c->lock);
+    c->stop = 1;
+    pthread_cond_signal(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+    pthread_join(c->thread, NULL);
+    while ((job = c->head) != NULL) {
+        c->head = job->next;
+        free(job);
+    }
+    pthread_mutex_destroy(&c->lock);
+    pthread_cond_destroy(&c->cond);
+    free(c);
+    engine->copier = NULL;
+}
