@@ -513,10 +513,13 @@ static void mh_cmd_stream(mh_out_t *o, int argc, char **argv,
     mh_region_t *r;
     int n = 0, i, changed;
     const char *remote;
+    hixl_transfer_op_t op = HIXL_WRITE;
 
-    if (argc != 9) {
+    if ((argc == 10) && !strcmp(argv[9], "read")) {
+        op = HIXL_READ;
+    } else if (argc != 9) {
         mh_printf(o, "ERR usage: stream REMOTE I RADDR RLEN SIZE COUNT "
-                  "INFLIGHT TIMEOUT_MS\n");
+                  "INFLIGHT TIMEOUT_MS [read]\n");
         return;
     }
     remote   = argv[1];
@@ -551,7 +554,7 @@ static void mh_cmd_stream(mh_out_t *o, int argc, char **argv,
             d.remote_addr = (uintptr_t)(raddr + k);
             d.len         = size;
             t  = mh_now_ms();
-            st = hixl_transfer_async(mh.engine, remote, HIXL_WRITE, &d, 1,
+            st = hixl_transfer_async(mh.engine, remote, op, &d, 1,
                                      &args, &reqs[n]);
             if (st != HIXL_SUCCESS) {
                 post_st  = st;

@@ -37,6 +37,8 @@ typedef struct hixl_am_ctx {
     void              (*on_done)(void *arg);
     void               *arg;
     void               *copy;     /* a WRITE's data, its own copy */
+    const void         *payload;  /* what the send packs (pack_dt) */
+    size_t              payload_len;
     hixl_chan_t        *chan;     /* whose window the copy counts in */
     uint64_t            chan_id;
 } hixl_am_ctx_t;
@@ -62,6 +64,7 @@ typedef struct hixl_am_pool {
     /* channels with WRITEs waiting (under lock; chan->am_next links) */
     hixl_chan_t       *waiting;
     atomic_uint        nwaiting;
+    ucp_datatype_t     pack_dt;   /* see hixl_am_pack_ops */
 } hixl_am_pool_t;
 
 /* ---- contexts -------------------------------------------------------------- */
@@ -126,13 +129,68 @@ unsigned hixl_am_live(hixl_engine_t *engine)
 
 static unsigned hixl_am_progress(hixl_engine_t *engine);
 
+/*
+ * Every payload goes out as a UCX "generic" datatype that packs from the
+ * context's payload, which keeps UCX on its copying (bcopy) protocols for
+ * the library's messages.  Its zero-copy ones are unsafe on tcp: in UCX
+ * 1.13 up to at least 1.22, a send error in the middle of an am_zcopy
+ * completes the operation twice (uct_tcp_ep_sendv, once through the
+ * endpoint purge and once more itself), which aborts a process built with
+ * UCX's assertions, as Debian's is, whenever the peer dies while a large
+ * message is half out.  tcp copies into its socket buffer anyway; the
+ * price is one copy per byte into UCX's segment.
+ */
+static void *hixl_am_pack_start(void *context, const void *buffer,
+                                size_t count)
+{
+    return (void*)buffer;   /* the hixl_am_ctx_t */
+}
+
+static size_t hixl_am_pack_size(void *state)
+{
+    return ((const hixl_am_ctx_t*)state)->payload_len;
+}
+
+static size_t hixl_am_pack(void *state, size_t offset, void *dest,
+                           size_t max_length)
+{
+    const hixl_am_ctx_t *ctx = state;
+    size_t n                 = ctx->payload_len - offset;
+
+    if (n > max_length) {
+        n = max_length;
+    }
+    memcpy(dest, (const char*)ctx->payload + offset, n);
+    return n;
+}
+
+static void hixl_am_pack_finish(void *state)
+{
+}
+
+static const ucp_generic_dt_ops_t hixl_am_pack_ops = {
+    .start_pack  = hixl_am_pack_start,
+    .packed_size = hixl_am_pack_size,
+    .pack        = hixl_am_pack,
+    .finish      = hixl_am_pack_finish,
+};
+
 hixl_status_t hixl_am_init(hixl_engine_t *engine)
 {
+    ucs_status_t ustatus;
+
     engine->am = calloc(1, sizeof(*engine->am));
     if (engine->am == NULL) {
         return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
     }
     pthread_spin_init(&engine->am->lock, PTHREAD_PROCESS_PRIVATE);
+    ustatus = ucp_dt_create_generic(&hixl_am_pack_ops, NULL,
+                                    &engine->am->pack_dt);
+    if (ustatus != UCS_OK) {
+        engine->am->pack_dt = 0;
+        return hixl_error(HIXL_FAILED, "cannot create a UCX datatype: %s",
+                          ucs_status_string(ustatus));
+    }
     hixl_progress_add(engine, hixl_am_progress);
     return HIXL_SUCCESS;
 }
@@ -148,6 +206,9 @@ void hixl_am_cleanup(hixl_engine_t *engine)
         free(engine->am->chunks[i]);
     }
     free(engine->am->chunks);
+    if (engine->am->pack_dt != 0) {
+        ucp_dt_destroy(engine->am->pack_dt);
+    }
     pthread_spin_destroy(&engine->am->lock);
     free(engine->am);
     engine->am = NULL;
@@ -193,6 +254,14 @@ static ucs_status_t hixl_am_post(ucp_ep_h ep, unsigned id, hixl_am_ctx_t *ctx,
     param.cb.send      = hixl_am_sent_cb;
     param.user_data    = ctx;
     param.flags        = flags;
+    if (len > 0) {
+        /* copied out, never zero-copy (hixl_am_pack_ops) */
+        ctx->payload        = data;
+        ctx->payload_len    = len;
+        param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+        param.datatype      = ctx->engine->am->pack_dt;
+        data                = ctx;
+    }
     sp = ucp_am_send_nbx(ep, id, &ctx->hdr, sizeof(ctx->hdr), data, len,
                          &param);
     if (UCS_PTR_IS_PTR(sp)) {

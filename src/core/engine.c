@@ -95,10 +95,19 @@ static hixl_status_t hixl_engine_worker(hixl_engine_t *engine,
  * transport (one descriptor per connection left on a quiet listener), and
  * a progress thread asleep in its event fd may miss traffic the same way.
  * Progressing every transport costs a poll of each per progress call.
+ *
+ * TCP_TX_SEG_SIZE 64k (unless UCX_TCP_TX_SEG_SIZE or UCX_TCP_RX_SEG_SIZE
+ * is set): the library's messages are sent by copy, never zero-copy
+ * (core/am_xfer.c says why), and over tcp a copied message goes in
+ * segments of this size; UCX's default, 8 KiB, halved tcp bandwidth
+ * against 64 KiB.  64 KiB is also UCX's default receive segment, so a
+ * peer with UCX's defaults (an older copy of this library included)
+ * takes these segments.
  */
 static void hixl_engine_ucx_config(hixl_engine_t *engine, ucp_config_t *config)
 {
     static const char *const sm[] = {"sm", "posix", "sysv", "mm"};
+    static const char *const tcp[] = {"tcp"};
     char value[16];
 
     if (hixl_ucx_tls_allows(sm, sizeof(sm) / sizeof(sm[0]))) {
@@ -106,6 +115,13 @@ static void hixl_engine_ucx_config(hixl_engine_t *engine, ucp_config_t *config)
     }
     if (getenv("UCX_ADAPTIVE_PROGRESS") == NULL) {
         ucp_config_modify(config, "ADAPTIVE_PROGRESS", "n");
+    }
+    /* a transport setting reaches UCX's transports by its bare name (only
+     * tcp has this one); where tcp is not used UCX would call it invalid */
+    if (hixl_ucx_tls_allows(tcp, 1) &&
+        (getenv("UCX_TCP_TX_SEG_SIZE") == NULL) &&
+        (getenv("UCX_TCP_RX_SEG_SIZE") == NULL)) {
+        ucp_config_modify(config, "TX_SEG_SIZE", "64k");
     }
     /* hixl's RDMA options keep their meaning through UCX's IB settings */
     if (engine->opts.rdma_traffic_class >= 0) {
