@@ -188,8 +188,10 @@ static const hixl_opt_row_t hixl_opt_table[] = {
      "flush), am (library messages the target checks and acknowledges), "
      "cma (kernel copies straight into a peer on this host, where UCX_TLS "
      "and the system allow them; am elsewhere), or auto: rma where UCX "
-     "maps the peer's memory or has RDMA lanes to it, cma to a peer on "
-     "this host otherwise, am elsewhere (tcp, where UCX would emulate puts "
+     "has RDMA lanes to the peer, a plain copy where UCX maps the peer's "
+     "memory here (shared memory it allocated; async copies run on the "
+     "engine's copier thread), cma to a peer on this host otherwise, am "
+     "elsewhere (tcp, where UCX would emulate puts "
      "with messages whose handler aborts the target if the initiator dies "
      "mid-put)", hixl_data_path_names, NULL, NULL, 0},
     {"hixl.PrefaultMem", "HIXL_PREFAULT_MEM", HIXL_OPT_ENUM, "auto", 0, 0, 0,

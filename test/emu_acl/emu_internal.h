@@ -91,7 +91,13 @@ typedef struct emu_state {
 } emu_state_t;
 
 extern emu_state_t emu;
-extern __thread emu_ctx_t *emu_cur;
+/* The calling thread's current context (aclrtSetCurrentContext).  Static
+ * TLS (initial-exec), though this library is dlopen()ed by the plugin:
+ * LeakSanitizer's exit-time scan of a dlopen()ed module's dynamic TLS
+ * crashes its tracer ("Tracer caught signal 11") on Debian 12's gcc 12
+ * and glibc 2.36, depending on the process's memory layout. */
+#define EMU_TLS __thread __attribute__((tls_model("initial-exec")))
+extern EMU_TLS emu_ctx_t *emu_cur;
 
 /* Read the environment once; every entry point calls it first. */
 void emu_setup(void);

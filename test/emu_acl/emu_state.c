@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 emu_state_t emu = {.lock = PTHREAD_MUTEX_INITIALIZER};
-__thread emu_ctx_t *emu_cur;
+EMU_TLS emu_ctx_t *emu_cur;
 
 static pthread_once_t emu_once = PTHREAD_ONCE_INIT;
 
