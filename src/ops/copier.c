@@ -8,9 +8,9 @@
 #include "core/engine.h"
 #include "core/request.h"
 #include "util/log.h"
+#include "util/workq.h"
 
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,7 +19,8 @@
 #define HIXL_COPY_CHUNK (8u << 20)
 
 typedef struct hixl_copy_job {
-    struct hixl_copy_job *next;
+    hixl_work_t           work;   /* first: the queue's item */
+    hixl_engine_t        *engine;
     hixl_chan_t          *chan;
     uint64_t              chan_id;
     unsigned              slot;
@@ -32,13 +33,7 @@ typedef struct hixl_copy_job {
 } hixl_copy_job_t;
 
 struct hixl_copier {
-    pthread_mutex_t  lock;
-    pthread_cond_t   cond;
-    pthread_t        thread;
-    int              running;
-    int              stop;
-    hixl_copy_job_t *head, *tail;
-    hixl_engine_t   *engine;
+    hixl_workq_t q;
 };
 
 hixl_status_t hixl_copy_now(int write, pid_t pid, void *local,
@@ -106,111 +101,66 @@ static void hixl_copier_run(hixl_engine_t *engine, hixl_copy_job_t *job)
     pthread_rwlock_unlock(&engine->serve_lock);
 }
 
-static void *hixl_copier_main(void *arg)
+/* The queue's thread: one job, then the flushes that waited for it may
+ * be done. */
+static void hixl_copier_work(hixl_work_t *work)
 {
-    struct hixl_copier *c = arg;
-    hixl_copy_job_t *job;
+    hixl_copy_job_t *job   = (hixl_copy_job_t*)work;
+    hixl_engine_t *engine  = job->engine;
 
-    pthread_mutex_lock(&c->lock);
-    while (!c->stop) {
-        job = c->head;
-        if (job == NULL) {
-            pthread_cond_wait(&c->cond, &c->lock);
-            continue;
-        }
-        c->head = job->next;
-        if (c->head == NULL) {
-            c->tail = NULL;
-        }
-        pthread_mutex_unlock(&c->lock);
-        hixl_copier_run(c->engine, job);
-        free(job);
-        hixl_progress_kick(c->engine);   /* a flush may be done now */
-        pthread_mutex_lock(&c->lock);
-    }
-    pthread_mutex_unlock(&c->lock);
-    return NULL;
+    hixl_copier_run(engine, job);
+    free(job);
+    hixl_progress_kick(engine);
 }
 
-static struct hixl_copier *hixl_copier_get(hixl_engine_t *engine)
+static void hixl_copier_drop(hixl_work_t *work)
 {
-    struct hixl_copier *c = engine->copier;
-
-    if (c != NULL) {
-        return c;
-    }
-    c = calloc(1, sizeof(*c));
-    if (c == NULL) {
-        return NULL;
-    }
-    pthread_mutex_init(&c->lock, NULL);
-    pthread_cond_init(&c->cond, NULL);
-    c->engine = engine;
-    if (pthread_create(&c->thread, NULL, hixl_copier_main, c) != 0) {
-        pthread_mutex_destroy(&c->lock);
-        pthread_cond_destroy(&c->cond);
-        free(c);
-        return NULL;
-    }
-    c->running      = 1;
-    engine->copier  = c;
-    return c;
+    free(work);
 }
 
 hixl_status_t hixl_copier_post(hixl_engine_t *engine, hixl_chan_t *chan,
                                hixl_request_t *req, int write, pid_t pid,
                                void *local, uint64_t remote, size_t len)
 {
-    struct hixl_copier *c = hixl_copier_get(engine);
     hixl_copy_job_t *job;
 
-    if (c == NULL) {   /* no thread: the caller's does it */
-        return hixl_copy_now(write, pid, local, remote, len);
+    if (engine->copier == NULL) {
+        engine->copier = calloc(1, sizeof(*engine->copier));
+        if (engine->copier == NULL) {   /* the caller's thread does it */
+            return hixl_copy_now(write, pid, local, remote, len);
+        }
+        hixl_workq_init(&engine->copier->q);
     }
     job = calloc(1, sizeof(*job));
     if (job == NULL) {
         return hixl_copy_now(write, pid, local, remote, len);
     }
+    job->work.run   = hixl_copier_work;
+    job->engine     = engine;
     job->chan       = chan;
     job->chan_id    = chan->id;
-    job->slot       = hixl_chan_post(chan);   /* flushes wait for it */
     job->req_handle = req->handle;
     job->write      = write;
     job->pid        = pid;
     job->local      = local;
     job->remote     = remote;
     job->len        = len;
-    pthread_mutex_lock(&c->lock);
-    if (c->tail != NULL) {
-        c->tail->next = job;
-    } else {
-        c->head = job;
+    /* counted before the thread can answer it: flushes wait for it */
+    job->slot       = hixl_chan_post(chan);
+    if (hixl_workq_post(&engine->copier->q, &job->work) != 0) {
+        hixl_chan_answered(chan, job->slot);
+        free(job);
+        return hixl_copy_now(write, pid, local, remote, len);
     }
-    c->tail = job;
-    pthread_cond_signal(&c->cond);
-    pthread_mutex_unlock(&c->lock);
     return HIXL_SUCCESS;
 }
 
 void hixl_copier_stop(hixl_engine_t *engine)
 {
-    struct hixl_copier *c = engine->copier;
-    hixl_copy_job_t *job;
-
-    if (c == NULL) {
+    if (engine->copier == NULL) {
         return;
     }
-    pthread_mutex_lock(&c->lock);
-    c->stop = 1;
-    pthread_cond_signal(&c->cond);
-    pthread_mutex_unlock(&c->lock);
-    pthread_join(c->thread, NULL);
-    while ((job = c->head) != NULL) {
-        c->head = job->next;
-        free(job);
-    }
-    pthread_mutex_destroy(&c->lock);
-    pthread_cond_destroy(&c->cond);
-    free(c);
+    hixl_workq_stop(&engine->copier->q, hixl_copier_drop);
+    free(engine->copier);
     engine->copier = NULL;
 }
