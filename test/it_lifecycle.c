@@ -6,7 +6,9 @@
  *    moving any data must not take its target down: targets are long-lived
  *    services and initiators come and go;
  *  - hixl_disconnect waits for the transfers in flight ("waits up to
- *    timeout_ms for the transfers in flight to the remote, then closes");
+ *    timeout_ms for the transfers in flight to the remote, then closes"),
+ *    same-host copies queued to the copier thread included
+ *    (hixl.AsyncCopy=thread: the last two modes);
  *  - hixl_finalize with transfers in flight neither hangs nor crashes
  *    either side;
  *  - a transfer that cannot finish in time ends TIMEOUT (sync and async),
@@ -26,10 +28,12 @@
 typedef struct it_mode {
     int tls;
     int init_progress;
+    int copier;          /* hixl.AsyncCopy=thread (same-host copies) */
 } it_mode_t;
 
 static const it_mode_t it_modes[] = {
-    {0, 1}, {1, 1}, {2, 1}, {0, 0}, {1, 0}, {2, 0},
+    {0, 1, 0}, {1, 1, 0}, {2, 1, 0}, {0, 0, 0}, {1, 0, 0}, {2, 0, 0},
+    {1, 1, 1}, {2, 1, 1},
 };
 #define IT_NMODES ((int)(sizeof(it_modes) / sizeof(it_modes[0])))
 
@@ -46,7 +50,9 @@ static void it_start(int i, hx_target_t *t, size_t region_len)
 static hixl_engine_t *it_engine(int i)
 {
     return hx_engine("127.0.0.1", "hixl.ProgressThread",
-                     it_modes[i].init_progress ? "1" : "0", NULL);
+                     it_modes[i].init_progress ? "1" : "0",
+                     "hixl.AsyncCopy",
+                     it_modes[i].copier ? "thread" : "inline", NULL);
 }
 
 /* Fail with the target's fate if it is gone. */

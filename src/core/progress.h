@@ -64,6 +64,7 @@ typedef struct hixl_progress {
     int                running;
     atomic_int         stop;
     atomic_int         sleeping;
+    atomic_uint        kicks;         /* hixl_progress_kick calls, ever */
     atomic_uint        busy;          /* work in flight: keep polling */
     atomic_int         urgent;        /* run periodic work at once */
     atomic_int         flush_wanted;  /* an endpoint flush is due */
@@ -107,6 +108,12 @@ unsigned hixl_progress_for_control(hixl_engine_t *engine);
 /* Without a progress thread: read the sockets now and then (before a
  * post, so a revocation or a close already sent to us takes effect). */
 void hixl_progress_control(hixl_engine_t *engine);
+
+/* Issue the endpoint flushes that completions left due (ep_flush.h), under
+ * engine->lock, which the caller must not hold; 1 if there were any.  The
+ * progress thread does this; a thread that completed flushes itself (the
+ * copier, ops/copier.c) may too, instead of waking the progress thread. */
+unsigned hixl_progress_flush_due(hixl_engine_t *engine);
 
 /* Work was posted: make sure a sleeping progress thread wakes for it. */
 void hixl_progress_kick(hixl_engine_t *engine);

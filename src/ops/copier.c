@@ -50,7 +50,8 @@ hixl_status_t hixl_copy_now(int write, pid_t pid, void *local,
 
 int hixl_copier_enabled(const hixl_engine_t *engine)
 {
-    return engine->progress.running;
+    return engine->progress.running &&
+           (engine->opts.async_copy == HIXL_ASYNC_COPY_THREAD);
 }
 
 /* Whether the job's request still waits for its bytes: one that ended
@@ -101,8 +102,11 @@ static void hixl_copier_run(hixl_engine_t *engine, hixl_copy_job_t *job)
     pthread_rwlock_unlock(&engine->serve_lock);
 }
 
-/* The queue's thread: one job, then the flushes that waited for it may
- * be done. */
+/* The queue's thread: one job.  Its answer may have completed a flush
+ * (and its requests) here; the next flush that leaves due is issued here
+ * too.  Waking the progress thread for it instead cost a wake-up per job
+ * and the polling that follows one: with 16 engines of 3 threads each on
+ * 2 cores, fan-in over shared memory fell to a quarter. */
 static void hixl_copier_work(hixl_work_t *work)
 {
     hixl_copy_job_t *job   = (hixl_copy_job_t*)work;
@@ -110,7 +114,7 @@ static void hixl_copier_work(hixl_work_t *work)
 
     hixl_copier_run(engine, job);
     free(job);
-    hixl_progress_kick(engine);
+    hixl_progress_flush_due(engine);
 }
 
 static void hixl_copier_drop(hixl_work_t *work)

@@ -80,6 +80,9 @@ static const char *const hixl_data_path_names[] = {   /* hixl_data_path_t */
 static const char *const hixl_prefault_names[] = {    /* hixl_prefault_mode_t */
     "auto", "all", "none", NULL
 };
+static const char *const hixl_async_copy_names[] = {  /* hixl_async_copy_t */
+    "inline", "thread", NULL
+};
 
 static const hixl_opt_row_t hixl_opt_table[] = {
     {"BufferPool", "HIXL_BUFFER_POOL", HIXL_OPT_BUFFER_POOL, "4:8", 0, 0, 0,
@@ -202,6 +205,14 @@ static const hixl_opt_row_t hixl_opt_table[] = {
      "here when the connection is made), all (also every registered host "
      "region, which the kernel then backs with pages), none",
      hixl_prefault_names, NULL, NULL, 0},
+    {"hixl.AsyncCopy", "HIXL_ASYNC_COPY", HIXL_OPT_ENUM, "inline", 0, 0, 0,
+     OFF(async_copy),
+     "Who does the copies of hixl_transfer_async to a peer on this host: "
+     "inline (the posting thread, before the call returns; fastest where "
+     "cores are few or busy) or thread (the engine's copier thread: the "
+     "call returns in microseconds and the caller's thread goes on, e.g. "
+     "computing the next layer, while another core copies; needs the "
+     "progress thread)", hixl_async_copy_names, NULL, NULL, 0},
     {"hixl.PeerTimeoutMs", "HIXL_PEER_TIMEOUT_MS", HIXL_OPT_INT, "10000",
      1000, 3600000, 0, OFF(peer_timeout_ms),
      "How long a silent peer stays connected: its control connection's "

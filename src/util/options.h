@@ -35,6 +35,11 @@ typedef enum hixl_data_path {
     HIXL_DATA_PATH_CMA
 } hixl_data_path_t;
 
+typedef enum hixl_async_copy {
+    HIXL_ASYNC_COPY_INLINE,   /* in the posting thread */
+    HIXL_ASYNC_COPY_THREAD    /* by the engine's copier thread */
+} hixl_async_copy_t;
+
 typedef enum hixl_prefault_mode {
     HIXL_PREFAULT_AUTO,     /* hixl_alloc_mem's memory, and peers' memory
                                mapped here at connect */
@@ -80,6 +85,7 @@ typedef struct hixl_opts {
     int32_t  error_mode;             /* hixl_error_mode_t */
     int32_t  data_path;              /* hixl_data_path_t */
     int32_t  prefault;               /* hixl_prefault_mode_t */
+    int32_t  async_copy;             /* hixl_async_copy_t */
     int32_t  peer_timeout_ms;
     char     secret[256];            /* "" when unset */
     /* memory-type plugins and device paths */
