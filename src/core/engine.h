@@ -80,8 +80,8 @@ struct hixl_engine {
     struct hixl_ctrl      *ctrl;      /* ctrl/ */
     struct hixl_dev       *dev;       /* device/ */
     struct hixl_xfer      *xfer;      /* ops/transfer.c */
-    struct hixl_prefaulter *prefaulter;   /* ops/mem_prefault.c */
-    struct hixl_copier    *copier;    /* ops/copier.c */
+    struct hixl_workq     *prefaulter;    /* ops/mem_prefault.c */
+    struct hixl_workq     *copier;    /* ops/copier.c */
     struct hixl_notifies  *notifies;  /* ops/notify.c */
     struct hixl_layers    *layers;    /* ops/layer_wait.c */
     struct hixl_async     *async;     /* ops/connect_async.c */

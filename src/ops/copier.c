@@ -32,10 +32,6 @@ typedef struct hixl_copy_job {
     size_t                len;
 } hixl_copy_job_t;
 
-struct hixl_copier {
-    hixl_workq_t q;
-};
-
 hixl_status_t hixl_copy_now(int write, pid_t pid, void *local,
                             uint64_t remote, size_t len)
 {
@@ -129,14 +125,10 @@ hixl_status_t hixl_copier_post(hixl_engine_t *engine, hixl_chan_t *chan,
     hixl_copy_job_t *job;
 
     if (engine->copier == NULL) {
-        engine->copier = calloc(1, sizeof(*engine->copier));
-        if (engine->copier == NULL) {   /* the caller's thread does it */
-            return hixl_copy_now(write, pid, local, remote, len);
-        }
-        hixl_workq_init(&engine->copier->q);
+        engine->copier = hixl_workq_new();
     }
-    job = calloc(1, sizeof(*job));
-    if (job == NULL) {
+    job = (engine->copier != NULL) ? calloc(1, sizeof(*job)) : NULL;
+    if (job == NULL) {   /* out of memory: the caller's thread does it */
         return hixl_copy_now(write, pid, local, remote, len);
     }
     job->work.run   = hixl_copier_work;
@@ -151,7 +143,7 @@ hixl_status_t hixl_copier_post(hixl_engine_t *engine, hixl_chan_t *chan,
     job->len        = len;
     /* counted before the thread can answer it: flushes wait for it */
     job->slot       = hixl_chan_post(chan);
-    if (hixl_workq_post(&engine->copier->q, &job->work) != 0) {
+    if (hixl_workq_post(engine->copier, &job->work) != 0) {
         hixl_chan_answered(chan, job->slot);
         free(job);
         return hixl_copy_now(write, pid, local, remote, len);
@@ -161,10 +153,6 @@ hixl_status_t hixl_copier_post(hixl_engine_t *engine, hixl_chan_t *chan,
 
 void hixl_copier_stop(hixl_engine_t *engine)
 {
-    if (engine->copier == NULL) {
-        return;
-    }
-    hixl_workq_stop(&engine->copier->q, hixl_copier_drop);
-    free(engine->copier);
+    hixl_workq_free(engine->copier, hixl_copier_drop);
     engine->copier = NULL;
 }

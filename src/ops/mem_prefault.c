@@ -18,10 +18,6 @@ typedef struct hixl_prefault_item {
     size_t       len;
 } hixl_prefault_item_t;
 
-struct hixl_prefaulter {
-    hixl_workq_t q;
-};
-
 static void hixl_prefault_work(hixl_work_t *work)
 {
     hixl_prefault_item_t *item = (hixl_prefault_item_t*)work;
@@ -42,30 +38,22 @@ void hixl_prefault_later(hixl_engine_t *engine, const void *addr, size_t len)
     hixl_prefault_item_t *item;
 
     if (engine->prefaulter == NULL) {
-        engine->prefaulter = calloc(1, sizeof(*engine->prefaulter));
-        if (engine->prefaulter == NULL) {
-            return;   /* an optimisation only */
-        }
-        hixl_workq_init(&engine->prefaulter->q);
+        engine->prefaulter = hixl_workq_new();
     }
-    item = calloc(1, sizeof(*item));
+    item = (engine->prefaulter != NULL) ? calloc(1, sizeof(*item)) : NULL;
     if (item == NULL) {
-        return;
+        return;   /* an optimisation only */
     }
     item->work.run = hixl_prefault_work;
     item->addr     = addr;
     item->len      = len;
-    if (hixl_workq_post(&engine->prefaulter->q, &item->work) != 0) {
+    if (hixl_workq_post(engine->prefaulter, &item->work) != 0) {
         free(item);
     }
 }
 
 void hixl_prefault_stop(hixl_engine_t *engine)
 {
-    if (engine->prefaulter == NULL) {
-        return;
-    }
-    hixl_workq_stop(&engine->prefaulter->q, hixl_prefault_drop);
-    free(engine->prefaulter);
+    hixl_workq_free(engine->prefaulter, hixl_prefault_drop);
     engine->prefaulter = NULL;
 }

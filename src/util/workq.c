@@ -5,6 +5,7 @@
 #include "util/workq.h"
 
 #include <stddef.h>
+#include <stdlib.h>
 
 void hixl_workq_init(hixl_workq_t *q)
 {
@@ -14,6 +15,24 @@ void hixl_workq_init(hixl_workq_t *q)
     q->stop    = 0;
     q->head    = NULL;
     q->tail    = NULL;
+}
+
+hixl_workq_t *hixl_workq_new(void)
+{
+    hixl_workq_t *q = malloc(sizeof(*q));
+
+    if (q != NULL) {
+        hixl_workq_init(q);
+    }
+    return q;
+}
+
+void hixl_workq_free(hixl_workq_t *q, void (*drop)(hixl_work_t *work))
+{
+    if (q != NULL) {
+        hixl_workq_stop(q, drop);
+        free(q);
+    }
 }
 
 static void *hixl_workq_main(void *arg)

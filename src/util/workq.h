@@ -31,6 +31,12 @@ typedef struct hixl_workq {
 
 void hixl_workq_init(hixl_workq_t *q);
 
+/* A queue of its own allocation, initialised; NULL when out of memory. */
+hixl_workq_t *hixl_workq_new(void);
+
+/* hixl_workq_stop, then free a queue from hixl_workq_new (NULL: nothing). */
+void hixl_workq_free(hixl_workq_t *q, void (*drop)(hixl_work_t *work));
+
 /* Queue work (any thread); 0 once queued, -1 when no thread can run it
  * (it could not be started, or the queue is stopping): the caller still
  * owns work then. */
