@@ -85,6 +85,14 @@ static hixl_status_t load1(hixl_opts_t *o, const char *key, const char *value)
 
 /* ---- defaults ------------------------------------------------------------- */
 
+/* The harness empties HIXL_PLUGIN_INSTALL_DIR for every test (an
+ * installed copy's plugins stay out); these tests look at every row's
+ * default, and load no plugin. */
+static void no_option_env(void)
+{
+    unsetenv("HIXL_PLUGIN_INSTALL_DIR");
+}
+
 START_TEST(test_defaults)
 {
     size_t n = hixl_opts_count();
@@ -282,6 +290,15 @@ START_TEST(test_env_and_precedence)
     ck_assert_str_eq(val[r_nq], "9");
     ck_assert_int_eq(o.progress_thread, 1);
     ck_assert_int_eq(src[r_pt], HIXL_OPT_DEFAULT);
+
+    /* except where "" is a value: an empty HIXL_PLUGIN_INSTALL_DIR keeps
+     * the installed plugins out (what make check relies on after a make
+     * install) */
+    ck_assert_int_eq(setenv("HIXL_PLUGIN_INSTALL_DIR", "", 1), 0);
+    hx_ok(hixl_opts_load(&o, NULL, 0, src, val));
+    ck_assert_str_eq(o.plugin_install_dir, "");
+    ck_assert_int_eq(src[row_of("hixl.PluginInstallDir")], HIXL_OPT_ENV);
+    ck_assert_int_eq(unsetenv("HIXL_PLUGIN_INSTALL_DIR"), 0);
 
     /* the same key twice: the last one wins */
     opts[1].key = "hixl.NotifyQueueDepth"; opts[1].value = "11";
@@ -488,6 +505,7 @@ static Suite *unit_options_suite(void)
     Suite *s = suite_create("unit_options");
     TCase *tc = hx_tcase("options");
 
+    tcase_add_checked_fixture(tc, no_option_env, NULL);
     tcase_add_test(tc, test_defaults);
     tcase_add_test(tc, test_ranges);
     tcase_add_test(tc, test_bools_and_levels);

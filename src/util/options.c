@@ -39,7 +39,10 @@ enum {
      * environment, then the default, stay in force) */
     HIXL_OPT_F_EMPTY_UNSET = 1u << 0,
     /* a CANN hixl key without effect over UCX: an info line, once */
-    HIXL_OPT_F_INERT       = 1u << 1
+    HIXL_OPT_F_INERT       = 1u << 1,
+    /* "" is a value of its own, from the environment too (elsewhere an
+     * empty variable counts as unset) */
+    HIXL_OPT_F_EMPTY_VALUE = 1u << 2
 };
 
 typedef struct hixl_opt_row {
@@ -240,7 +243,7 @@ static const hixl_opt_row_t hixl_opt_table[] = {
      "The installation's plugin directory, searched after hixl.PluginDir; "
      "empty: not searched (a build tree's tests set it so that only their "
      "own plugins are found, whatever copy is installed)", NULL, NULL, NULL,
-     0},
+     HIXL_OPT_F_EMPTY_VALUE},
     {"hixl.Plugins", "HIXL_PLUGINS", HIXL_OPT_STRING, "all", 0,
      sizeof(((hixl_opts_t*)0)->plugins), 0, OFF(plugins),
      "Memory-type plugins this engine uses: all, none, or names "
@@ -458,6 +461,7 @@ static hixl_status_t hixl_opt_base(size_t i, hixl_opts_t *opts,
 {
     const hixl_opt_row_t *row = &hixl_opt_table[i];
     const char *name = row->env, *env;
+    int empty_is_value = (row->flags & HIXL_OPT_F_EMPTY_VALUE) != 0;
     hixl_status_t status;
     char origin[160];
 
@@ -470,11 +474,12 @@ static hixl_status_t hixl_opt_base(size_t i, hixl_opts_t *opts,
     src[i] = HIXL_OPT_DEFAULT;
     val[i] = row->dflt;
     env    = getenv(row->env);
-    if (((env == NULL) || (*env == '\0')) && (row->env_fallback != NULL)) {
+    if (((env == NULL) || ((*env == '\0') && !empty_is_value)) &&
+        (row->env_fallback != NULL)) {
         name = row->env_fallback;
         env  = getenv(name);
     }
-    if ((env == NULL) || (*env == '\0')) {
+    if ((env == NULL) || ((*env == '\0') && !empty_is_value)) {
         return HIXL_SUCCESS;
     }
     hixl_opt_origin(origin, sizeof(origin), HIXL_OPT_ENV, name, row);
