@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # libhixl-ucx quick start, for a fresh Debian 12 machine (run as root, or as
 # a user when the packages below are already installed).
 #

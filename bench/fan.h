@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fan: many engines at once (fan-in, fan-out), the bare-UCX endpoint
  * baseline and cold memory.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fan -t cold: a KV cache written into FRESHLY allocated decode memory, the
  * first transfer against the second into the same memory (issue 15, part

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fan: one fan-in or fan-out measurement, as the coordinator runs it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fan: the coordinator's children and what it reads of them in /proc.
  *

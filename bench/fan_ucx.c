@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fan: the bare-UCX baseline, what N endpoints cost UCX itself.
  *

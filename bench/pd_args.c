@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench/pd_pipeline: the command line.  One option table for the three
  * forms; each option belongs to the side that owns what it sets (the KV

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench/pd_pipeline, decode side: a listening engine that owns the KV
  * cache.  It allocates and registers the cache, measures one core's memcpy

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * KV-cache shape, paged layout and byte pattern shared by the prefill and
  * decode sides of bench/pd_pipeline.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench/pd_pipeline: pd_msg messages carried as hixl notifies between the
  * prefill and the decode engine, so that the roles find each other through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench/pd_pipeline: encoding and checked decoding of the notify messages
  * (format in pd_msg.h).  Byte order is fixed (little-endian) because the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench/pd_pipeline: the messages the prefill and the decode side exchange
  * as hixl notifies (name PD_MSG_NAME), so that the two roles need nothing

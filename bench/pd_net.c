@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench/pd_pipeline: addresses and the plain TCP socket of the staged mode.
  *

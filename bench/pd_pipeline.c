@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench/pd_pipeline: move a KV cache from a prefill engine to a decode
  * engine and compare, in one run:

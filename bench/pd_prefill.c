@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench/pd_pipeline, prefill side: connects to the decode engine, learns
  * the KV cache's shape, layer addresses and block table from it (HELLO ->

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench/pd_pipeline: the per-layer table and the per-mode summary, printed
  * by the decode side (which saw every layer arrive and checked its bytes).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench/pd_pipeline internals: configuration, the two roles' entry points
  * and what they share (time, memory, the notify link, sockets, report).

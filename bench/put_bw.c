@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * put_bw: point-to-point bandwidth and latency of libhixl-ucx, driven and
  * printed like ucx_perftest.

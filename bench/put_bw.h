@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * put_bw: ucx_perftest-style benchmark of libhixl-ucx.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * put_bw: the timed loops, the responder loops and data verification.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * put_bw memory types (-m <send>[,<recv>], as ucx_perftest): host memory,
  * or Ascend device memory allocated through the ACL runtime (CANN's

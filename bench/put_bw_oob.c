@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * put_bw: the out-of-band TCP socket between server and client.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * put_bw: statistics and output, in the format of ucx_perftest 1.13
  * (src/tools/perf/perftest_run.c: print_header, print_progress), so that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Bad input that needs no peer: every public call with NULL, empty and
  * out-of-range arguments, bad options at initialize, refused

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Bad input and refused operations that involve a peer: descriptors outside
  * or across registered regions on either side, request handles used twice

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # make check: the layers of src/ include only layers below them.
 #
 #   util < wire < core < ctrl < device < ops < compat

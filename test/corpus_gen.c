@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Writes the seed corpus of fuzz_ctrl_msg: one valid message of every type
  * (so the fuzzer starts from the real format), a few multi-message streams

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Device-memory test helpers, over the emulated ACL runtime (test/emu_acl,
  * a test double: see emu_acl.h).

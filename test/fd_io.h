@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Pipe I/O shared by the test programs that talk to forked children (the
  * Check harness and the soak, which does not link the harness).

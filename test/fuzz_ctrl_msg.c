@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fuzz target for the control-message decoder (src/ctrl_msg.c), the code
  * that reads whatever a peer sends before anything else looks at it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Replays a fuzz corpus through LLVMFuzzerTestOneInput without libFuzzer,
  * so `make check` runs every input the fuzzer ever kept, with any compiler.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Test harness: suite runner, patterns, forked targets.  See harness.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Test harness shared by the Check suites of libhixl-ucx.
  *

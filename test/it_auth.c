@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Authenticated peers (option hixl.Secret): engines with the same secret
  * connect; any mismatch, or a secret on one side only, fails with a clear

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Integration: batches of descriptors in one call, and many requests in
  * flight at once.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Integration: the header-only C++ API (hixl/hixl.hpp), in the style of
  * code written against CANN hixl's hixl::Hixl.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Integration: the parts of CANN hixl's hixl::Hixl that code written for it
 // relies on beyond the basics (it_cpp_api.cc has those), between two
 // processes, every byte checked where it landed:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Integration: CANN hixl's C interface (<cs/hixl_cs.h>, the HixlCS*
  * functions) between two processes, as a program written for CANN uses it.

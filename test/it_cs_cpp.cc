@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Integration: CANN hixl's C interface from C++, the way CANN's own code
 // uses it: <hixl/hixl.h> (the hixl::Hixl class) and <cs/hixl_cs.h> in one
 // translation unit (it_cs.c includes them the other way round, in C), the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Integration: device memory between two processes, through the Ascend
  * plugin over the emulated ACL runtime (test/emu_acl, a test double whose

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Integration: device memory between two engines of one process, through
  * the Ascend plugin over the emulated ACL runtime (test/emu_acl, a test

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # bench/fan with tiny sizes, so that the benchmark cannot rot: fan-in and
 # fan-out with N = 1, 2 (and the bare-UCX baseline they run), then the cold
 # test once, over shared memory and tcp.  It asserts what fan itself

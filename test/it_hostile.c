@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Hostile peers on the control connection.  A raw client sends a listening
  * engine truncated, oversized, wrong-version, out-of-order and garbage

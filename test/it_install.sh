@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # An installed libhixl-ucx, used the ways an application uses it.
 #
 #   make check       stages `make install DESTDIR=<tmp>` of this build tree

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Layer-signal semantics (hixl_flush_layer / hixl_wait_layer /
  * hixl_test_layer): bounds, timeouts, generations, a source that connects

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Proof of the layer-flush ordering contract (DESIGN.md section 5): when the
  * decode engine observes (stream, generation, layer), every byte the prefill

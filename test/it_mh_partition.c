@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Multi-host: network partitions between a prefill (host 0) and a decode
  * (host 1) in the middle of a stream of writes, over UCX_TLS=tcp (issue

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Multi-host: a peer SIGKILLed in the middle of a stream of writes (issue
  * 10, faults 1 and 7).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Multi-host: a transfer between two network-namespace hosts over
  * UCX_TLS=tcp, every byte verified where it landed, and what connecting

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # bench/pd_pipeline's two roles on two "hosts": network namespaces joined by
 # a veth pair, UCX_TLS=tcp with each side's UCX_NET_DEVICES set to its veth,
 # as on two machines.  Decode listens in one namespace; prefill, in the

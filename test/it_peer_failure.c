@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Peer failure: a target killed with SIGKILL in the middle of a 1 GiB
  * transfer, a restarted target under the same name, disconnect and finalize

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # bench/put_bw with device memory (-m ascend[,ascend]) over the EMULATED ACL
 # runtime (test/emu_acl, a test double): a smoke test that the benchmark's
 # device buffers register, move (IPC and staging paths) and verify.  It

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # make check: `import hixl` (CANN hixl's module name) between two processes
 # (py_compat.py), for UCX_TLS=tcp and sm.
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # make check: hixl_ucx's ctypes structures, constants and bindings against
 # include/hixl/hixl.h (py_layout.py compiles a C program with $CC that
 # prints sizeof/offsetof of every field the package declares).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # make check: the Python package as a user installs it, offline.  In a
 # fresh venv made by $PYTHON -m venv --system-site-packages (Debian's numpy
 # visible, no package index), `pip install --no-build-isolation --no-index`

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # make check: the hixl_ucx Python module between two Python processes
 # (py_pair.py), for UCX_TLS=tcp, sm and UCX's default.
 #

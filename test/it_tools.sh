@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # tools/hixl_info as a person runs it: --help and -h (usage on stdout,
 # status 0), a wrong option (usage on stderr, status 2), the option table
 # with an option given on the command line and one from the environment

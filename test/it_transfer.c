@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Integration: READ and WRITE between this process and a forked target, one
  * descriptor at a time, every byte verified where it landed.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Integration: the verbs of hixl_verbs.h between two processes.
  *

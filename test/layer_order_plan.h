@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The deterministic schedule of the layer-ordering stress test, computed
  * identically by the prefill and the decode process: which stream and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Collected faults of a scenario.  See mh_faults.h.
  */

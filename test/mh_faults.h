@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Faults a scenario found, collected rather than fatal: a partition or a
  * kill exercises several promises in sequence (detection, reconnect, no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The multi-host peer: one engine obeying line commands.  Protocol in
  * mh_peer.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The multi-host peer: ONE engine in its own process (started inside a
  * namespace host by mh_proc.h), obeying line commands on stdin and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The test's side of multi-host peers.  See mh_proc.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The test's side of multi-host peers (mh_peer.h): start one inside a
  * namespace host, send it commands, read its replies, kill it, read what

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Connections of an incarnation.  See mh_socks.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The TCP connections of one incarnation of a peer connection, as the
  * kernel of each namespace host sees them: taken while the connection is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Parsing and judging a peer's stream report.  See mh_stream.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A peer's `stream` report (mh_peer.h), parsed, and judged against a
  * fault: what happened to the requests that were in flight when a peer

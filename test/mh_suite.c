@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Shared main, test cases and hosts of the multi-host suites.  See
  * mh_suite.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What every multi-host suite (it_mh_*) shares: its main(), test cases
  * with the right teardowns, the namespace hosts of a test, and the bounds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Network-namespace hosts for multi-host tests.  See netns.h.
  */

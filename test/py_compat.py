@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """`import hixl`, CANN hixl's Python module name, between two processes
 (run by it_py_compat.sh).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The ctypes side of hixl_ucx against the C header (run by it_py_layout.sh).
 
 Writes a C program from what the Python package declares (every structure

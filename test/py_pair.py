@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Two Python processes move bytes with hixl_ucx (run by it_python.sh).
 
     py_pair.py run       for UCX_TLS in tcp, sm, unset: start a decode and a

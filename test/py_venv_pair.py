@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """hixl_ucx as a user installs it (run by it_py_venv.sh inside a fresh venv
 where `pip install` put the package).
 

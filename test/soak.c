@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * soak: N engines in N processes write into each other for a while, and
  * every byte that lands is checked.

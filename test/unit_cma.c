@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Unit: same-host kernel copies (src/core/cma.c) between this process and
  * a child it forks, and what UCX_TLS allows (src/core/ucx_tls.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Unit: the control message codec (src/ctrl_msg.c), which reads bytes from
  * the network: it must take every well-formed message back exactly and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A bare engine for unit tests of core/ (see unit_core.h).
  */

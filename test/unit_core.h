@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A bare engine for unit tests of core/: the fields core reads, set up
  * without UCX (no context, no worker), and peers around socket pairs.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Unit: the region-table messages of the HixlCS surface
  * (src/compat/cs_msg.c).  A table arrives from the network, so the

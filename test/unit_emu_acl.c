@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The emulated ACL runtime (test/emu_acl, a test double) is itself tested
  * here, because the device tests are only worth what it enforces: device

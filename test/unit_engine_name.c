@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Unit: engine names (src/engine_name.c).  "ip:port" listens, "ip" is
  * client-only, IPv6 as "[addr]:port" / "[addr]" / bare "addr"; names are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Unit: the endpoint-flush service (src/core/ep_flush.c), without UCX: the
  * flush is a test function that completes at once, fails, or stays out

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Unit: opaque handles (src/handle.h) and the two tables that issue them,
  * the local region table (src/mem_table.c) and the request pool

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Unit: the strict JSON reader (src/util/json.c) that option values in
  * JSON (GlobalResourceConfig, LocalCommRes) go through.

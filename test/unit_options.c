@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Unit: the option table (src/options.c) through hixl_opts_load() and
  * hixl_config_print().

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Unit: the option keys CANN hixl defines, as a configuration written for
  * CANN hixl passes them (src/util/options.c, options_cann.c).

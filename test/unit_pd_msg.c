@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The notify messages of bench/pd_pipeline (bench/pd_msg.c): every type
  * round-trips; every truncation, every single-byte corruption of the

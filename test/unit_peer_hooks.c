@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Unit: the peer table and the lifecycle hooks modules plug into it
  * (src/core/peer.c), without UCX.  Modules keep per-peer state behind

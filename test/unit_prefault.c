@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Unit: pre-faulting (src/util/prefault.c).  Pages of a fresh mapping are
  * resident afterwards (mincore), a range already holding data keeps every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Unit: the sorted range index (src/range_index.h) behind the local region
  * table and every peer's remote table: find (with the one-entry hint),

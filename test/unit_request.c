@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Unit: request completion (src/core/request.c), without UCX.  A request
  * is held by its poster, its flush, device work and a notify's answer;

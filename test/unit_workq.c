@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Unit: the one-thread work queue (src/util/workq.c).  Items run in the
  * order posted, on a thread that is not the poster's; stopping waits for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * hixl_info: what this libhixl-ucx sees: its version and UCX's, the UCX
  * transports and devices on this machine, the memory-type plugins it finds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libhixl-ucx: CANN hixl's C interface (HixlCS*, "client/server"), under
  * the name CANN installs it, so a program written for it compiles

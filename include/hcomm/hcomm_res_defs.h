@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libhixl-ucx: the part of CANN hcomm's resource definitions that CANN
  * hixl's C interface (<cs/hixl_cs.h>) uses: endpoint descriptions and

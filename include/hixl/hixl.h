@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libhixl-ucx: the hixl point-to-point transfer API over UCX.
  *

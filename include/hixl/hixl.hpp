@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libhixl-ucx: CANN hixl's C++ class hixl::Hixl, header-only, over the C
  * API of <hixl/hixl.h>.

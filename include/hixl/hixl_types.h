@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libhixl-ucx: the types of CANN hixl's C++ API (hixl/hixl_types.h there),
  * header-only, for code written against hixl::Hixl.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libhixl-ucx: the hixl "verbs" as articles about hixl teach them.
  *

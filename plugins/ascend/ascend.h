@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The Ascend memory plugin's engine context, shared by its modules:
  *   ascend_plugin.c  ops table, probe/open/close, detect, host memory

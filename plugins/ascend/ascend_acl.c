@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Loading the ACL runtime with dlopen.  One runtime per process: engines
  * opened later reuse it, so an application's own ACL calls and ours talk

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The part of the Ascend ACL runtime (CANN, libascendcl.so) the plugin
  * uses, reached through dlopen so the plugin builds everywhere and loads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Export and import of Ascend device memory between processes on one node
  * (aclrtIpcMemGetExportKey / aclrtIpcMemImportByKey / aclrtIpcMemClose).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The Ascend HBM memory-type plugin: the ops table libhixl-ucx loads
  * (src/mem_plugin.h), probe/open/close, detection of device memory and

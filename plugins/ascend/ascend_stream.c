@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Device copies: one stream per device, owned by the plugin and created on
  * first use; completion through events recorded behind the copies

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """hixl: CANN hixl's Python module name, over libhixl-ucx.
 
 Programs written for CANN hixl's binding do ``import hixl`` and use its

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """hixl.hixl: where CANN's binding keeps its names (its native extension);
 the same names as the package ``hixl``, for code that imports from here."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """hixl_ucx: hixl's Python API over libhixl-ucx (ctypes, standard library
 only; the C library is installed separately).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Argument checks: a wrong type is a TypeError and a value out of range a
 ValueError, each naming the argument, before the library is called (ctypes
 would otherwise say "invalid literal for int()" or truncate silently)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """hixl's constants, with CANN hixl's names and numbers.
 
 Statuses are plain ints (hixl's Python binding returns them so); the

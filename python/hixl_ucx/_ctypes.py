@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The C structures of <hixl/hixl.h> as ctypes structures.
 
 Field names are the C names, so that test/py_layout.py can print the C

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The engine: class Hixl, hixl::Hixl's methods over libhixl-ucx."""
 
 import ctypes

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Errors: hixl's status convention, and the exception of the opt-in mode.
 
 By default every call returns hixl's status (SUCCESS 0, PARAM_INVALID

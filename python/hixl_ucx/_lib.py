@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Finding and loading libhixl-ucx.
 
 The package is pure Python; the C library is installed separately

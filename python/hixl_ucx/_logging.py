@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The library's log lines, through Python's ``logging`` module.
 
 Once libhixl-ucx is loaded, every line it logs goes to the logger

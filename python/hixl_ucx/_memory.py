@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Memory the library may use, given as objects or as raw addresses.
 
 Accepted wherever memory is named (register_mem, MemDesc, the local side of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """What the batch status call takes and gives (hixl::GetTransferStatusArgs,
 hixl::TransferResult), with hixl's fields and defaults."""
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What the compatibility surfaces (the verbs, upstream's C interface) may
  * use beyond the public API.  They are compiled against include/ and this

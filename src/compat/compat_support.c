@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The services compat/compat.h offers the compatibility surfaces, over
  * util/ (they may not include it themselves).  This file is the one part

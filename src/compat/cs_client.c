@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * HixlCSClient*: an engine of the client's own that connects to the
  * server's, fetches its region table (a HCS_REQ_NAME notify, answered by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Shared parts of the HixlCS server and client: region records, engine
  * names and options, polling.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What the HixlCS server and client share (cs_common.c): their engines'
  * names and options, and the table of regions registered through them,

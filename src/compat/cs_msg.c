@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Encoding and strict decoding of the HixlCS region-table messages (see
  * cs_msg.h for the layout).

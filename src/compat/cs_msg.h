@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The two messages of CANN hixl's C interface over libhixl-ucx (cs_msg.c),
  * carried as notifies between a HixlCS client's engine and its server's:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * HixlCSServer*: a listening engine whose registered regions carry tags,
  * and a thread that answers clients' requests for the region table (a

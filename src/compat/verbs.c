@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The verbs of <hixl/hixl_verbs.h> over the core API.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The library's active messages: what engines send each other through UCX
  * itself (the control connection carries the rest).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The library's own data messages (core/am_proto.h): writes and reads that
  * the target checks and answers, used where UCX would emulate puts and

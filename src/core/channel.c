@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Channels: connections as their connector sees them in UCX (channel.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A connection as its connector sees it in UCX: the channel.
  *

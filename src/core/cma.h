@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Copies straight between two processes of one host (Linux cross-memory
  * attach: process_vm_writev / process_vm_readv), for host memory that UCX

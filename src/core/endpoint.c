@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A peer's UCX endpoint: creation in the right error mode, the error
  * handler, and the forced close.

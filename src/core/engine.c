@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The engine's core: identity, options, UCX context and worker, and the
  * core steps of finalize.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The engine object: what every layer shares (identity, options, the UCX
  * context and worker, the engine lock, progress, requests, peers, local

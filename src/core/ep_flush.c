@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The endpoint-flush service (see ep_flush.h).
  */

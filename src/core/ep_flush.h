@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The endpoint-flush service: the one place that flushes UCX endpoints.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Retiring UCX endpoints (ep_retire.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Retiring UCX endpoints: closing a connection's endpoints on both sides
  * without tripping over UCX 1.13.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Local registered regions: the address index used to validate descriptors
  * and the handle slots behind hixl_mem_handle_t.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The peer table, peers' lifecycle and their hooks.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Peers: one per control connection, in either direction, and the table of
  * them.  An outgoing peer (this engine connected to it) has the remote

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Progress: UCX worker progress, the engine's sockets and housekeeping,
  * driven by the engine's progress thread or, without one, from inside hixl

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Transfer requests: a fixed pool allocated at initialization, so posting a
  * transfer allocates nothing; handles that carry a generation, so a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A peer's remote region table: what the other engine registered, as it
  * announced it (MEM_ADD), with the UCX remote key unpacked once per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The served table: connections as the listener sees them in UCX
  * (served.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Keeping UCX quiet for one call (see ucx_quiet.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Keeping UCX quiet for one call of one thread, without touching UCX's
  * process-wide log level (another engine, or another UCX user in the same

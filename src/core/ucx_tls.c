@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What UCX_TLS allows (ucx_tls.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What the user's UCX_TLS allows: the library takes no path of its own
  * that the user's transport list leaves out (its same-host copies,

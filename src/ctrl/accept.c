@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The listener's side of a connection: the listening socket, accepting,
  * HELLO and the authentication of the connector, and the acceptance.

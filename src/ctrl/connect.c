@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The connector's side of a connection: hixl_connect, the answers to
  * HELLO (HELLO_ACK, AUTH_CHALLENGE), the end of the initial table, and the

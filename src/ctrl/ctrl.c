@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The control layer's set-up, its peer hooks and its periodic work.
  */

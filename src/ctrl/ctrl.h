@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The control layer: connections between engines over their own TCP
  * sockets (connect, accept, the handshake and its authentication,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * hixl_disconnect: let what is in flight to the peer finish, within the
  * timeout, then close the connection; or acknowledge one the other side

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Control messages by type: each module registers the handler of the
  * messages it owns, with the peers and states it is legal on, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Composite remote key codec (device part); see dev_key.h.
  */

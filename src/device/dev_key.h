@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The device part of a composite remote key.  A device region is announced
  * to peers in MEM_ADD with

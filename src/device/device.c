@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Device memory, engine level: the plugin instances an engine opens, the
  * units of device work in flight, their progress and completion, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The device layer: memory owned by a memory-type plugin, registered,
  * described to peers, routed and moved.  This header is its engine level

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Device regions: local ones (which plugin claims the memory, its export
  * and the composite key peers get) and remote ones (the peer's key

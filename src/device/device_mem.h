@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Device regions (device_mem.c): a local region's plugin side (the plugin
  * that claims the memory, its export and the device part of the composite

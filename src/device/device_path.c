@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Per-descriptor path choice for device memory, and posting of the device
  * copies of the IPC path (staging lives in staging.c).  See device.h for

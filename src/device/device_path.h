@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Paths for descriptors that touch device memory (device_path.c): which
  * path carries each one (IPC, UCX, staging; hixl.DevicePath forces one), and

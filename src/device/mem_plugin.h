@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The memory-type plugin ABI: what a module in plugins/<name>/ exports so
  * that libhixl-ucx can register, describe to peers and move device memory

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The memory-type plugin registry: modules found on disk, loaded once per
  * process and never unloaded (an engine, or the application through a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The staging path (staging.c): local device memory to and from remote
  * UCX-reachable memory through a pool of registered host buffers (hixl's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * hixl_connect_async / hixl_disconnect_async: a small pool of threads that
  * run hixl_connect / hixl_disconnect, and the status table the application

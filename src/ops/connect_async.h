@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The connect pool behind hixl_connect_async / hixl_disconnect_async.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Engine life cycle: hixl_initialize / hixl_finalize, composing the layers
  * (core, then ctrl, device and the operations on top) in one place.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Layer-granular flush: hixl_flush_layer (prefill side, layer_flush.c) and
  * hixl_wait_layer / hixl_test_layer (decode side, layer_wait.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Layer-granular flush, prefill side: hixl_flush_layer.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Layer-granular flush, decode side: the signal tables, LAYER messages,
  * hixl_wait_layer and hixl_test_layer.

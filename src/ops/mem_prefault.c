@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Pre-faulting peers' memory mapped here (mem_prefault.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Pre-faulting peers' memory mapped here (hixl.PrefaultMem, util/prefault.h)
  * off every path that matters: a peer's region UCX maps into this process

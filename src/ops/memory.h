@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Memory registration: hixl_register_mem / hixl_alloc_mem /
  * hixl_deregister_mem, the announcements that keep peers' remote tables

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Notifies: named messages between connected engines, over the control
  * connection (so they are ordered per peer on every transport), into a

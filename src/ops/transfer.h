@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Transfers: hixl_transfer_sync / hixl_transfer_async /
  * hixl_get_transfer_status.

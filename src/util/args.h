@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Argument checks every public call that names a remote engine shares, so
  * the same mistake gets the same message whichever call it is made on.

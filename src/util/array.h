@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Growable arrays: one doubling rule for every table that grows (region
  * slots, range indexes, a unit's remote regions, a staging job's chunks),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Peer authentication: nonces and HMAC-SHA256 (libcrypto).
  */

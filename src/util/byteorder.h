@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Little-endian fields of the wire formats (control messages, the verbs'
  * region table): explicit byte order, so engines on any host agree.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Monotonic time and deadlines, in nanoseconds.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Engine name parsing.  Only numeric addresses are accepted: a name is an
  * identity that every peer must spell the same way, and resolving host names

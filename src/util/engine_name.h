@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Engine names: "ip:port" (listening), "ip" (client-only), IPv6 as
  * "[addr]:port" / "[addr]" / "addr".  Names are compared in canonical form

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Opaque handle encoding shared by memory handles and requests.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The strict JSON reader of json.h: one pass, an explicit stack instead of
  * recursion (a deeply nested value costs a refusal, not the thread's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A small, strict JSON reader for option values (CANN hixl's
  * GlobalResourceConfig and LocalCommRes are JSON strings).

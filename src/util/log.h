@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Diagnostics: leveled logging and the per-thread last-error message
  * behind hixl_last_error().

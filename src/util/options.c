@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The option table.  Adding an option is one row here plus one field in
  * hixl_opts_t; parsing, environment lookup, validation and printing

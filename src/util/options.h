@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The engine option table: every key hixl defines plus the hixl.* keys of
  * this library, each with its HIXL_* environment twin, default, range and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * GlobalResourceConfig and LocalCommRes: the checks CANN hixl makes
  * (src/hixl/engine/hixl_options.cc and its documentation upstream),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * CANN hixl's JSON-valued option keys (options_cann.c): GlobalResourceConfig
  * and LocalCommRes, checked as CANN hixl checks them (the same fields,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Pre-faulting memory: page tables filled (writable) for a range without
  * touching its bytes, so that the first transfer into freshly allocated or

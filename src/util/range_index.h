@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Sorted index of non-overlapping address ranges, shared by the local region
  * table and each peer's remote region table.  Lookups are a binary search

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * One control connection: a non-blocking TCP socket with a framed receive
  * buffer and a send queue.  Sends never block the caller: what the socket

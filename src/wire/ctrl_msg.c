@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Control message codec.  Each type's payload is described once, as a list
  * of fields (ctrl_layouts); the encoder and the decoder both walk that list,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Control-channel messages: the handshake, memory tables, notifies and layer
  * signals that engines exchange over their TCP control connection.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * emu_acl: an EMULATED Ascend ACL runtime.  A TEST DOUBLE, not a driver.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * emu_acl (test double): initialization, devices, per-thread contexts,
  * peer access.  Signatures follow CANN acl.h / acl_rt.h (aclInit,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * emu_acl internals (test double of the ACL runtime, see emu_acl.h).
  *

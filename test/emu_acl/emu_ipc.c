@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * emu_acl (test double): IPC sharing of device memory between processes.
  * Signatures and flag values follow CANN acl_rt.h

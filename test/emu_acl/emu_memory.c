@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * emu_acl (test double): device and page-locked host memory, pointer
  * attributes, synchronous copies.  Signatures follow CANN acl_rt.h

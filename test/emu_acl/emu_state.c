@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * emu_acl (test double): process state, allocation lookup, the double
  * mapping behind "device" memory, and copy operand checks.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * emu_acl (test double): streams, events and asynchronous copies.
  * Signatures follow CANN acl_rt.h (aclrtCreateStream, aclrtMemcpyAsync,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A program that uses an installed libhixl-ucx the way an application
  * does (test/it_install.sh builds it with pkg-config, a plain Makefile and

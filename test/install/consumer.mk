@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # An application's plain Makefile using an installed libhixl-ucx
 # (test/it_install.sh: make -f consumer.mk HIXL_PREFIX=<prefix>).  The
 # rpath lets the program find libhixl-ucx.so under a custom prefix without
