@@ -55,7 +55,7 @@ int main(int argc, char **argv)
         switch (t) {
         case CTRL_HELLO:
             m.u.hello.name        = ctrl_bytes("127.0.0.1", 9);
-            m.u.hello.instance    = 42;
+            m.u.hello.resume      = ctrl_bytes(nonce, 16);
             m.u.hello.host        = ctrl_bytes("boot-id", 7);
             m.u.hello.worker_addr = ctrl_bytes("\x01\x02\x03\x04", 4);
             m.u.hello.nonce       = ctrl_bytes(nonce, sizeof(nonce));
@@ -65,6 +65,7 @@ int main(int argc, char **argv)
             m.u.hello_ack.worker_addr = ctrl_bytes("\x05\x06", 2);
             m.u.hello_ack.max_streams = 1024;
             m.u.hello_ack.max_layers  = 256;
+            m.u.hello_ack.resume      = ctrl_bytes(nonce, 16);
             break;
         case CTRL_MEM_ADD:
             m.u.mem_add.id   = 0x1000000000001ull;

@@ -405,8 +405,12 @@ static void ack_msg(ctrl_msg_t *m, const char *name)
 
 static void fake_garbage_ack(int fd)
 {
+    uint8_t h[CTRL_HDR_LEN];
+
     /* this protocol version, HELLO_ACK, 4 bytes of payload: too short */
-    raw_write(fd, "HIXL\x02\x00\x02\x00\x04\x00\x00\x00" "abcd", 16);
+    header(h, CTRL_HELLO_ACK, 4);
+    raw_write(fd, h, sizeof(h));
+    raw_write(fd, "abcd", 4);
 }
 
 static void fake_worker_addr_empty(int fd)

@@ -3,21 +3,25 @@
  * Unit: same-host kernel copies (src/core/cma.c) between this process and
  * a child it forks, and what UCX_TLS allows (src/core/ucx_tls.c).
  *
- * The child holds a buffer and a random instance id, as a listener does;
- * the parent proves the child's identity the way a connector does, copies
- * into and out of the child's buffer, and the child checks every byte it
- * got (and sends back what it holds) over a pipe.
+ * The child holds a buffer and one end of a TCP connection, as a listener
+ * does; the parent proves the child's identity the way a connector does
+ * (the kernel says which process holds the other end), copies into and out
+ * of the child's buffer, and the child checks every byte it got (and sends
+ * back what it holds) over a pipe.
  */
 #include "config.h"
 #include "harness.h"
 #include "core/cma.h"
 #include "core/ucx_tls.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,9 +31,38 @@ typedef struct child {
     pid_t    pid;
     int      to[2], from[2];
     uint64_t buf;        /* in the child */
-    uint64_t ident;      /* where its instance is */
-    uint64_t instance;
+    int      conn;       /* our end of the connection the child holds */
 } child_t;
+
+/* A listening socket on the loopback address of family (AF_INET or
+ * AF_INET6) and its address; -1 when the family is not available. */
+static int loopback_listen(int family, struct sockaddr_storage *ss,
+                           socklen_t *len_p)
+{
+    struct sockaddr_in *in4   = (struct sockaddr_in*)ss;
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6*)ss;
+    int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    memset(ss, 0, sizeof(*ss));
+    if (family == AF_INET) {
+        in4->sin_family      = AF_INET;
+        in4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        *len_p               = sizeof(*in4);
+    } else {
+        in6->sin6_family = AF_INET6;
+        in6->sin6_addr   = in6addr_loopback;
+        *len_p           = sizeof(*in6);
+    }
+    if ((fd < 0) || (bind(fd, (struct sockaddr*)ss, *len_p) != 0) ||
+        (listen(fd, 4) != 0) ||
+        (getsockname(fd, (struct sockaddr*)ss, len_p) != 0)) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        return -1;
+    }
+    return fd;
+}
 
 static void xfer(int fd, void *p, size_t len, int out)
 {
@@ -51,23 +84,25 @@ static unsigned char pattern(size_t i, unsigned seed)
     return (unsigned char)((i * 131u) ^ (i >> 9) ^ seed);
 }
 
-/* The child: announce (buf, ident, instance), then on each command byte
- * 'v' verify the buffer against seed 7 and answer the count of bad bytes;
- * 'f' fill it with seed 9; 'q' leave. */
-static void child_main(int in, int out)
+/* The child: connect to the parent (it holds that socket until it
+ * leaves), announce buf, then on each command byte 'v' verify the buffer
+ * against seed 7 and answer the count of bad bytes; 'f' fill it with seed
+ * 9; 'q' leave. */
+static void child_main(int in, int out, const struct sockaddr_storage *ss,
+                       socklen_t sslen)
 {
-    static uint64_t instance;
     unsigned char *buf = malloc(LEN);
-    uint64_t hello[3], bad;
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    uint64_t hello, bad;
     size_t i;
     char cmd;
 
-    instance = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull;
+    if ((fd < 0) || (connect(fd, (const struct sockaddr*)ss, sslen) != 0)) {
+        _exit(4);
+    }
     memset(buf, 0, LEN);
-    hello[0] = (uint64_t)(uintptr_t)buf;
-    hello[1] = (uint64_t)(uintptr_t)&instance;
-    hello[2] = instance;
-    xfer(out, hello, sizeof(hello), 1);
+    hello = (uint64_t)(uintptr_t)buf;
+    xfer(out, &hello, sizeof(hello), 1);
     for (;;) {
         xfer(in, &cmd, 1, 0);
         if (cmd == 'v') {
@@ -86,24 +121,39 @@ static void child_main(int in, int out)
     }
 }
 
-static void child_start(child_t *c)
+/* Fork the child; 0, or -1 when the loopback of family is missing. */
+static int child_start_on(child_t *c, int family)
 {
-    uint64_t hello[3];
+    struct sockaddr_storage ss;
+    socklen_t sslen;
+    uint64_t hello;
+    int lfd = loopback_listen(family, &ss, &sslen);
 
+    if (lfd < 0) {
+        return -1;
+    }
     ck_assert(pipe(c->to) == 0 && pipe(c->from) == 0);
     c->pid = fork();
     ck_assert(c->pid >= 0);
     if (c->pid == 0) {
         close(c->to[1]);
         close(c->from[0]);
-        child_main(c->to[0], c->from[1]);
+        close(lfd);
+        child_main(c->to[0], c->from[1], &ss, sslen);
     }
     close(c->to[0]);
     close(c->from[1]);
-    xfer(c->from[0], hello, sizeof(hello), 0);
-    c->buf      = hello[0];
-    c->ident    = hello[1];
-    c->instance = hello[2];
+    c->conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+    ck_assert_int_ge(c->conn, 0);
+    close(lfd);
+    xfer(c->from[0], &hello, sizeof(hello), 0);
+    c->buf = hello;
+    return 0;
+}
+
+static void child_start(child_t *c)
+{
+    ck_assert_int_eq(child_start_on(c, AF_INET), 0);
 }
 
 static void child_stop(child_t *c)
@@ -116,22 +166,42 @@ static void child_stop(child_t *c)
                   "0x%x", st);
     close(c->to[1]);
     close(c->from[0]);
+    close(c->conn);
+}
+
+static void expect_probe(child_t *c, int family)
+{
+    int err;
+
+    if (child_start_on(c, family) != 0) {
+        return;   /* no loopback of that family here */
+    }
+    ck_assert_int_eq(hixl_cma_probe(c->pid, c->conn), 0);
+    /* only the process that holds the other end passes: not this one,
+     * which holds our end, nor any other */
+    ck_assert_int_eq(hixl_cma_probe(getpid(), c->conn), ESTALE);
+    err = hixl_cma_probe(getppid(), c->conn);
+    ck_assert_msg((err == ESTALE) || (err == EACCES) || (err == EPERM),
+                  "a process without the socket: %d", err);
+    ck_assert_int_eq(hixl_cma_probe(c->pid, -1), EINVAL);
+    ck_assert_int_eq(hixl_cma_probe(0, c->conn), EINVAL);
+    child_stop(c);
 }
 
 START_TEST(test_probe)
 {
     child_t c;
+    int fd;
 
+    expect_probe(&c, AF_INET);
+    expect_probe(&c, AF_INET6);
+    /* a process that is gone (its socket with it) */
     child_start(&c);
-    ck_assert_int_eq(hixl_cma_probe(c.pid, c.ident, c.instance), 0);
-    /* the right process must hold the right value at that address */
-    ck_assert_int_eq(hixl_cma_probe(c.pid, c.ident, c.instance + 1), ESTALE);
-    ck_assert_int_eq(hixl_cma_probe(getpid(), c.ident, c.instance), ESTALE);
-    ck_assert_int_eq(hixl_cma_probe(c.pid, 0, c.instance), EINVAL);
-    ck_assert_int_eq(hixl_cma_probe(0, c.ident, c.instance), EINVAL);
+    fd = dup(c.conn);
     child_stop(&c);
-    /* a process that is gone */
-    ck_assert_int_eq(hixl_cma_probe(c.pid, c.ident, c.instance), ESRCH);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(hixl_cma_probe(c.pid, fd), ESRCH);
+    close(fd);
 }
 END_TEST
 

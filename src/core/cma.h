@@ -17,9 +17,9 @@
  * the same copies, but UCX 1.13 never picks it for puts.
  *
  * Safety: a pid alone could name another process (another pid namespace,
- * or a pid reused after a death), so a connector uses it only after
- * reading, from that pid at the address the listener gave, the listener's
- * random instance id (hixl_cma_probe).  Remote ranges are checked against
+ * or a pid reused after a death, or a peer that lies), so a connector uses
+ * it only after the kernel has shown that this pid holds the other end of
+ * their control connection (hixl_cma_probe, wire/sock_owner.h).  Remote ranges are checked against
  * the listener's region table like every other transfer; a process may
  * forbid such access (ptrace rules, Yama), and then library messages carry
  * the data as before.
@@ -32,10 +32,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Whether process pid holds `instance` at address ident: 0, or the errno
- * that says why not (EPERM: not allowed to; ESRCH: no such process;
- * ESTALE: another process). */
-int hixl_cma_probe(pid_t pid, uint64_t ident, uint64_t instance);
+/* Whether process pid holds the other end of the TCP connection fd and
+ * this process may copy into its memory: 0, or the errno that says why not
+ * (EPERM/EACCES: not allowed to; ESRCH: no such process; ESTALE: another
+ * process holds it). */
+int hixl_cma_probe(pid_t pid, int fd);
 
 /* Copy len bytes between local and remote address `remote` in pid (write:
  * local -> remote).  HIXL_SUCCESS once every byte is there, else FAILED

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 /* How long finalize progresses for callbacks still owed. */
@@ -245,10 +244,6 @@ hixl_status_t hixl_engine_create(const char *local_engine,
     engine->progress.worker_efd_in = -1;
     engine->serial              = hixl_engine_next_serial();
     hixl_engine_host_id(engine);
-    if (getrandom(&engine->instance, sizeof(engine->instance), 0) !=
-        sizeof(engine->instance)) {
-        engine->instance = hixl_now_ns() ^ ((uint64_t)getpid() << 32);
-    }
     pthread_mutex_init(&engine->lock, NULL);
     hixl_cond_init_monotonic(&engine->cond);
     pthread_rwlock_init(&engine->serve_lock, NULL);

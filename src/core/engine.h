@@ -38,7 +38,6 @@
 
 struct hixl_engine {
     uint16_t           serial;        /* tags handles (util/handle.h) */
-    uint64_t           instance;      /* random: tells engine objects apart */
     char               host_id[64];   /* same value <=> same host */
     hixl_name_t        name;
     int                listening;

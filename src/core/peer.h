@@ -72,7 +72,8 @@ struct hixl_peer {
     char                  close_reason[256];
     char                  name[HIXL_ENGINE_NAME_MAX + 1];   /* canonical */
     char                  alias[HIXL_ENGINE_NAME_MAX + 1];  /* as connected */
-    uint64_t              remote_instance;  /* the other engine object */
+    uint64_t              remote_instance;  /* accepted: which engine is behind
+                                               the name (ctrl/accept.c) */
     uint64_t              conn_id;      /* the listener's id of it */
     struct hixl_chan     *chan;         /* outgoing: its channel */
     ctrl_conn_t           conn;

@@ -28,41 +28,48 @@ hixl_status_t hixl_accept_listen(hixl_engine_t *engine)
                                HIXL_POLL_LISTEN, 0);
 }
 
-/* Accepted connections still in their handshake. */
-static unsigned hixl_accept_handshakes(hixl_engine_t *engine)
+/* The oldest accepted connection still in its handshake, preferring one
+ * that has not even said HELLO (an idle socket over a slow engine), and
+ * how many there are. */
+static hixl_peer_t *hixl_accept_oldest(hixl_engine_t *engine, unsigned *n_p)
 {
-    hixl_peer_t *peer;
+    hixl_peer_t *peer, *silent = NULL, *any = NULL;
     unsigned n = 0;
 
     for (peer = engine->peers.head; peer != NULL; peer = peer->next) {
-        n += !peer->outgoing && (peer->state == HIXL_PEER_HANDSHAKE);
+        if (peer->outgoing || (peer->state != HIXL_PEER_HANDSHAKE) ||
+            (peer->hs == NULL)) {
+            continue;
+        }
+        ++n;
+        if ((any == NULL) || (peer->hs->deadline_ns < any->hs->deadline_ns)) {
+            any = peer;
+        }
+        if ((peer->hs->claimed[0] == '\0') &&
+            ((silent == NULL) ||
+             (peer->hs->deadline_ns < silent->hs->deadline_ns))) {
+            silent = peer;
+        }
     }
-    return n;
+    *n_p = n;
+    return (silent != NULL) ? silent : any;
 }
 
-/* Stop or resume accepting: the listening socket in the epoll set with
- * no events, or with EPOLLIN. */
-static void hixl_accept_pause(hixl_engine_t *engine, int pause)
+/* Room for one more handshake: a full table gives up its oldest entry.
+ * Real engines say HELLO right after connecting and leave the table within
+ * a round trip, so what is oldest is what stalls. */
+static void hixl_accept_make_room(hixl_engine_t *engine)
 {
-    struct epoll_event ev;
+    hixl_peer_t *victim;
+    unsigned n;
 
-    memset(&ev, 0, sizeof(ev));
-    ev.events   = pause ? 0 : EPOLLIN;
-    ev.data.u64 = HIXL_POLL_DATA(HIXL_POLL_LISTEN, 0);
-    if (epoll_ctl(engine->progress.epfd, EPOLL_CTL_MOD,
-                  engine->ctrl->listen_fd, &ev) == 0) {
-        engine->ctrl->accept_paused = pause;
-        hixl_log_info("%s accepting connections (%u in their handshake)",
-                      pause ? "stopped" : "resumed",
-                      hixl_accept_handshakes(engine));
-    }
-}
-
-void hixl_accept_resume_check(hixl_engine_t *engine)
-{
-    if (engine->ctrl->accept_paused &&
-        (hixl_accept_handshakes(engine) < HIXL_MAX_HANDSHAKES)) {
-        hixl_accept_pause(engine, 0);
+    victim = hixl_accept_oldest(engine, &n);
+    if ((n >= HIXL_MAX_HANDSHAKES) && (victim != NULL)) {
+        hixl_log_info("%u connections in their handshake: closing the "
+                      "oldest to take a new one", n);
+        hixl_peer_close(engine, victim, HIXL_RESOURCE_EXHAUSTED, "evicted: "
+                        "%d connections were in their handshake and this one "
+                        "was the oldest", HIXL_MAX_HANDSHAKES);
     }
 }
 
@@ -70,13 +77,10 @@ static void hixl_accept_event(hixl_engine_t *engine, uint64_t key,
                               uint32_t events)
 {
     hixl_peer_t *peer;
+    unsigned i;
     int fd;
 
-    for (;;) {
-        if (hixl_accept_handshakes(engine) >= HIXL_MAX_HANDSHAKES) {
-            hixl_accept_pause(engine, 1);
-            return;
-        }
+    for (i = 0; i < HIXL_ACCEPT_BATCH; ++i) {
         fd = accept4(engine->ctrl->listen_fd, NULL, NULL,
                      SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
@@ -87,6 +91,7 @@ static void hixl_accept_event(hixl_engine_t *engine, uint64_t key,
             }
             return;
         }
+        hixl_accept_make_room(engine);
         if (engine->peers.count >= HIXL_MAX_PEERS) {
             hixl_log_warn("refusing a connection: %d peers already",
                           HIXL_MAX_PEERS);
@@ -95,7 +100,7 @@ static void hixl_accept_event(hixl_engine_t *engine, uint64_t key,
         }
         hixl_sock_setup(fd, engine->opts.peer_timeout_ms);
         peer = hixl_ctrl_peer_create(engine, fd, 0, hixl_deadline_ns(
-                engine->opts.connect_timeout_ms));
+                engine->opts.handshake_timeout_ms));
         if (peer == NULL) {
             close(fd);
             continue;
@@ -159,9 +164,11 @@ static hixl_status_t hixl_send_hello_ack(hixl_engine_t *engine,
     ack.u.hello_ack.max_streams = engine->opts.max_streams;
     ack.u.hello_ack.max_layers  = engine->opts.max_layers;
     ack.u.hello_ack.conn        = peer->conn_id;
-    ack.u.hello_ack.pid         = (uint32_t)getpid();
-    ack.u.hello_ack.ident       = (uint64_t)(uintptr_t)&engine->instance;
-    ack.u.hello_ack.instance    = engine->instance;
+    ack.u.hello_ack.pid         = hs->same_host ? (uint32_t)getpid() : 0;
+    if (hixl_ctrl_random(hs->resume, sizeof(hs->resume)) == HIXL_SUCCESS) {
+        hs->has_resume            = 1;
+        ack.u.hello_ack.resume    = ctrl_bytes(hs->resume, sizeof(hs->resume));
+    }
     if (hs->auth_state == HIXL_AUTH_DONE) {
         if (hixl_auth_mac(engine->opts.secret, "listener", hs->nonce_remote,
                           hs->nonce_local, engine->name.canon, peer->name,
@@ -173,29 +180,53 @@ static hixl_status_t hixl_send_hello_ack(hixl_engine_t *engine,
     return hixl_ctrl_send(peer, &ack);
 }
 
+/* Whether the token the connector presented is the one this listener
+ * issued to the connection ref (a live peer's hs, or an ended record's). */
+static int hixl_resume_matches(const struct hixl_handshake *hs,
+                               const uint8_t *issued)
+{
+    return hs->claimed_has_resume &&
+           hixl_ctrl_token_eq(issued, hs->claimed_resume, HIXL_RESUME_LEN);
+}
+
 /*
  * A connector says hello under a name that has a connection here already.
- * The same engine object (its instance id) has given the old connection up
- * (it can hold only one to us): the new one replaces it, and the old one is
- * closed first, endpoint included, so that nothing it still sends can land
- * (core/served.h).  The same goes when the old connection is dead.  Another
- * engine under the same name while the old one lives is refused, saying
- * when the old one would be given up if it is silent.  Returns 1 when peer
- * was refused.
+ * The engine that held the old connection proves it is the same by the
+ * resume token this listener issued to that connection alone: it has given
+ * the old connection up (it can hold only one to us), so the new one
+ * replaces it, and the old one is closed first, endpoint included, so that
+ * nothing it still sends can land (core/served.h).  The same goes when the
+ * old connection is dead.  Anyone else under the same name while the old
+ * connection lives is refused, saying when the old one would be given up if
+ * it is silent.  Returns 1 when peer was refused; *instance_p is the
+ * old connection's remote_instance when the same engine is back, else 0.
  */
-static int hixl_handshake_replace(hixl_engine_t *engine, hixl_peer_t *peer)
+static int hixl_handshake_replace(hixl_engine_t *engine, hixl_peer_t *peer,
+                                  uint64_t *instance_p)
 {
     struct hixl_handshake *hs = peer->hs;
+    uint8_t issued[HIXL_RESUME_LEN];
     char reason[640];
     hixl_name_t claimed;
     hixl_peer_t *old;
+    uint64_t ended_instance;
+    int same;
 
+    *instance_p = 0;
     old = hixl_peer_find(engine, hs->claimed, 0);
     if ((old == NULL) || (old == peer)) {
+        /* a connection that ended already: the same engine, if it holds
+         * that connection's token */
+        if (hixl_ended_resume(&engine->ctrl->ended, hs->claimed, 0, issued,
+                              &ended_instance) &&
+            hixl_resume_matches(hs, issued)) {
+            *instance_p = ended_instance;
+        }
         return 0;
     }
-    if ((old->remote_instance != hs->claimed_instance) &&
-        hixl_conn_alive(old)) {
+    same = (old->hs != NULL) && old->hs->has_resume &&
+           hixl_resume_matches(hs, old->hs->resume);
+    if (!same && hixl_conn_alive(old)) {
         snprintf(reason, sizeof(reason), "another engine named %s is "
                  "connected to %s (engine names must be unique); if it is "
                  "gone, it is dropped within hixl.PeerTimeoutMs (%d ms) of "
@@ -208,9 +239,10 @@ static int hixl_handshake_replace(hixl_engine_t *engine, hixl_peer_t *peer)
                  "by listening (\"ip:0\", hixl.ListenEphemeral=1)" : "");
         return hixl_refuse_hello(engine, peer, HIXL_FAILED, reason);
     }
+    *instance_p = same ? old->remote_instance : 0;
     hixl_peer_close(engine, old, HIXL_FAILED, "replaced by a new connection "
-                    "from %s", (old->remote_instance == hs->claimed_instance) ?
-                    "the same engine" : "an engine of the same name");
+                    "from %s", same ? "the same engine" :
+                    "an engine of the same name");
     return 0;
 }
 
@@ -219,16 +251,21 @@ static int hixl_handshake_replace(hixl_engine_t *engine, hixl_peer_t *peer)
 static int hixl_handshake_accept(hixl_engine_t *engine, hixl_peer_t *peer)
 {
     struct hixl_handshake *hs = peer->hs;
+    uint64_t instance;
     char reason[512];
     ctrl_msg_t end;
 
-    if (hixl_handshake_replace(engine, peer)) {
+    if (hixl_handshake_replace(engine, peer, &instance)) {
         return 1;
     }
 
     snprintf(peer->name, sizeof(peer->name), "%s", hs->claimed);
     snprintf(peer->alias, sizeof(peer->alias), "%s", hs->claimed);
-    peer->remote_instance = hs->claimed_instance;
+    /* the engine behind the name, as far as this listener can tell: the
+     * same as before only when it proved so (ops/layer_wait.c keeps a
+     * source's layer signals across its reconnects, not across engines) */
+    peer->remote_instance = (instance != 0) ? instance :
+                            ++engine->ctrl->next_instance;
     if (hixl_peer_set_ready(engine, peer) != HIXL_SUCCESS) {
         snprintf(reason, sizeof(reason), "%s", hixl_error_message());
         return hixl_refuse_hello(engine, peer, HIXL_RESOURCE_EXHAUSTED,
@@ -272,7 +309,13 @@ static int hixl_on_hello(hixl_engine_t *engine, hixl_peer_t *peer,
         return hixl_refuse_hello(engine, peer, HIXL_PARAM_INVALID, reason);
     }
     snprintf(hs->claimed, sizeof(hs->claimed), "%s", name.canon);
-    hs->claimed_instance = msg->u.hello.instance;
+    hs->claimed_has_resume = (msg->u.hello.resume.len == HIXL_RESUME_LEN);
+    if (hs->claimed_has_resume) {
+        memcpy(hs->claimed_resume, msg->u.hello.resume.ptr, HIXL_RESUME_LEN);
+    }
+    hs->same_host = (msg->u.hello.host.len == strlen(engine->host_id)) &&
+                    !memcmp(msg->u.hello.host.ptr, engine->host_id,
+                            msg->u.hello.host.len);
     if (engine->opts.secret[0] == '\0') {
         return hixl_handshake_accept(engine, peer);
     }

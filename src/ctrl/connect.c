@@ -96,13 +96,13 @@ static void hixl_connect_cma(hixl_engine_t *engine, hixl_peer_t *peer,
         !hixl_ucx_tls_allows(cma, sizeof(cma) / sizeof(cma[0]))) {
         return;
     }
-    err = hixl_cma_probe((pid_t)msg->u.hello_ack.pid, msg->u.hello_ack.ident,
-                         msg->u.hello_ack.instance);
+    err = hixl_cma_probe((pid_t)msg->u.hello_ack.pid, peer->conn.fd);
     if (err != 0) {
         hixl_log_info("%s: no same-host copies (process %u: %s); library "
                       "messages carry what UCX cannot put", peer->name,
                       msg->u.hello_ack.pid, (err == ESTALE) ?
-                      "another process, or another pid namespace" :
+                      "it does not hold our connection: another process, or "
+                      "another pid namespace" :
                       strerror(err));
         return;
     }
@@ -140,6 +140,10 @@ static int hixl_on_hello_ack(hixl_engine_t *engine, hixl_peer_t *peer,
     peer->same_host = (host->len == strlen(engine->host_id)) &&
                       !memcmp(host->ptr, engine->host_id, host->len);
     peer->conn_id   = msg->u.hello_ack.conn;
+    if (msg->u.hello_ack.resume.len == HIXL_RESUME_LEN) {
+        memcpy(peer->hs->resume, msg->u.hello_ack.resume.ptr, HIXL_RESUME_LEN);
+        peer->hs->has_resume = 1;
+    }
     hixl_connect_cma(engine, peer, msg);
     if (hixl_peer_ep_create(engine, peer, msg->u.hello_ack.worker_addr.ptr,
                             msg->u.hello_ack.worker_addr.len) !=
@@ -243,14 +247,19 @@ static hixl_status_t hixl_connect_wire_up(hixl_engine_t *engine,
 static hixl_status_t hixl_send_hello(hixl_engine_t *engine, hixl_peer_t *peer)
 {
     struct hixl_handshake *hs = peer->hs;
+    uint8_t resume[HIXL_RESUME_LEN];
     hixl_status_t status;
+    uint64_t instance;
     ctrl_msg_t hello;
 
     memset(&hello, 0, sizeof(hello));
     hello.type             = CTRL_HELLO;
     hello.u.hello.name     = ctrl_bytes(engine->name.canon,
                                         strlen(engine->name.canon));
-    hello.u.hello.instance = engine->instance;
+    if (hixl_ended_resume(&engine->ctrl->ended, peer->name, 1, resume,
+                          &instance)) {
+        hello.u.hello.resume = ctrl_bytes(resume, sizeof(resume));
+    }
     hello.u.hello.host     = ctrl_bytes(engine->host_id,
                                         strlen(engine->host_id));
     hello.u.hello.flags    = engine->listening ? HIXL_HELLO_FLAG_LISTENING : 0;

@@ -6,8 +6,10 @@
 #include "ctrl/ctrl.h"
 #include "util/log.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 hixl_peer_t *hixl_ctrl_peer_create(hixl_engine_t *engine, int fd,
@@ -30,6 +32,33 @@ hixl_peer_t *hixl_ctrl_peer_create(hixl_engine_t *engine, int fd,
     return peer;
 }
 
+hixl_status_t hixl_ctrl_random(uint8_t *buf, size_t len)
+{
+    size_t done = 0;
+    ssize_t n;
+
+    while (done < len) {
+        n = getrandom(buf + done, len - done, 0);
+        if (n > 0) {
+            done += (size_t)n;
+        } else if ((n < 0) && (errno != EINTR)) {
+            return hixl_error(HIXL_FAILED, "getrandom: %s", strerror(errno));
+        }
+    }
+    return HIXL_SUCCESS;
+}
+
+int hixl_ctrl_token_eq(const uint8_t *a, const uint8_t *b, size_t len)
+{
+    uint8_t diff = 0;
+    size_t i;
+
+    for (i = 0; i < len; ++i) {
+        diff |= (uint8_t)(a[i] ^ b[i]);
+    }
+    return diff == 0;
+}
+
 void hixl_ctrl_send_auth(hixl_peer_t *peer, uint16_t type, const void *data,
                          size_t len, int state)
 {
@@ -47,9 +76,11 @@ void hixl_ctrl_send_auth(hixl_peer_t *peer, uint16_t type, const void *data,
  * its hixl_disconnect(). */
 static void hixl_ctrl_peer_closing(hixl_engine_t *engine, hixl_peer_t *peer)
 {
+    const uint8_t *resume = ((peer->hs != NULL) && peer->hs->has_resume) ?
+                            peer->hs->resume : NULL;
     ctrl_msg_t bye;
 
-    hixl_ended_record(&engine->ctrl->ended, peer, peer->app_owned);
+    hixl_ended_record(&engine->ctrl->ended, peer, peer->app_owned, resume);
     memset(&bye, 0, sizeof(bye));
     bye.type         = CTRL_BYE;
     bye.u.bye.status = (uint32_t)peer->close_status;
@@ -71,7 +102,8 @@ static const hixl_peer_hooks_t hixl_ctrl_hooks = {
 };
 
 /* Drop accepted connections that never completed a handshake in time (a
- * port scanner, a stuck client) and connects that got no answer. */
+ * port scanner, a stuck or hostile client: hixl.HandshakeTimeoutMs) and
+ * connects that got no answer (their call's timeout). */
 static void hixl_ctrl_reap_handshakes(hixl_engine_t *engine, uint64_t now)
 {
     hixl_peer_t *peer, *next;
@@ -80,12 +112,15 @@ static void hixl_ctrl_reap_handshakes(hixl_engine_t *engine, uint64_t now)
         next = peer->next;
         if ((peer->state == HIXL_PEER_HANDSHAKE) && (peer->hs != NULL) &&
             (now > peer->hs->deadline_ns)) {
-            hixl_peer_close(engine, peer, HIXL_TIMEOUT, "no handshake within "
-                            "%d ms", engine->opts.connect_timeout_ms);
+            if (peer->outgoing) {
+                hixl_peer_close(engine, peer, HIXL_TIMEOUT, "no handshake "
+                                "answer within the connect's timeout");
+            } else {
+                hixl_peer_close(engine, peer, HIXL_TIMEOUT, "no handshake "
+                                "within hixl.HandshakeTimeoutMs (%d ms)",
+                                engine->opts.handshake_timeout_ms);
+            }
         }
-    }
-    if (engine->ctrl->listen_fd >= 0) {
-        hixl_accept_resume_check(engine);
     }
 }
 

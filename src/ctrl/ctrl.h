@@ -33,13 +33,19 @@
 
 #define HIXL_HELLO_FLAG_LISTENING 1u
 #define HIXL_MAX_PEERS            4096
-/* Accepted connections still in their handshake at once: beyond it the
- * listener stops accepting (the kernel's backlog holds the rest, their
- * connects wait) until some finish or time out.  With the per-connection
- * receive gate (wire/ctrl_conn.h) this bounds what strangers can make a
- * listener hold: about 64 KiB each. */
+/* Accepted connections still in their handshake at once.  With the
+ * per-connection receive gate (wire/ctrl_conn.h) this bounds what strangers
+ * can make a listener hold: about 64 KiB each.  The listener never stops
+ * accepting: a new connection that finds the table full evicts the oldest
+ * one still in its handshake (accept.c), so no number of idle or slow
+ * connections keeps a real engine out, whose HELLO follows its connect at
+ * once; and each is closed at hixl.HandshakeTimeoutMs anyway. */
 #define HIXL_MAX_HANDSHAKES       64
-
+/* Connections accepted per readiness of the listening socket before the
+ * other sockets get their turn: a burst of connects cannot hold back the
+ * HELLOs of the connections already accepted (epoll reports the rest of
+ * the backlog again). */
+#define HIXL_ACCEPT_BATCH         16
 typedef enum hixl_auth_state {
     HIXL_AUTH_NONE,        /* no challenge sent or received (yet) */
     HIXL_AUTH_CHALLENGED,  /* listener: challenge sent, answer awaited;
@@ -47,20 +53,26 @@ typedef enum hixl_auth_state {
     HIXL_AUTH_DONE
 } hixl_auth_state_t;
 
-/* A peer's handshake (peer->hs): what an accepted peer claimed in HELLO,
- * kept until it has authenticated, and both sides' nonces. */
+/* A peer's handshake record (peer->hs, for the peer's life): what an
+ * accepted peer claimed in HELLO, kept until it has authenticated, both
+ * sides' nonces, and the connection's resume token (the one this listener
+ * issued, or the one a connector was issued). */
 struct hixl_handshake {
     uint64_t deadline_ns;
     char     claimed[HIXL_ENGINE_NAME_MAX + 1];
-    uint64_t claimed_instance;
+    uint8_t  claimed_resume[HIXL_RESUME_LEN];
+    int      claimed_has_resume;
     int      auth_state;   /* hixl_auth_state_t */
     uint8_t  nonce_local[HIXL_AUTH_NONCE_LEN];
     uint8_t  nonce_remote[HIXL_AUTH_NONCE_LEN];
+    uint8_t  resume[HIXL_RESUME_LEN];
+    int      has_resume;
+    int      same_host;    /* listener: the connector said our host id */
 };
 
 struct hixl_ctrl {
     int               listen_fd;
-    int               accept_paused;   /* HIXL_MAX_HANDSHAKES reached */
+    uint64_t          next_instance;   /* remote_instance of a new engine */
     hixl_ctrl_rule_t  rules[CTRL_MSG_TYPE_LAST];
     hixl_ended_list_t ended;
 };
@@ -76,6 +88,12 @@ void hixl_ctrl_cleanup(hixl_engine_t *engine);
 hixl_peer_t *hixl_ctrl_peer_create(hixl_engine_t *engine, int fd,
                                    int outgoing, uint64_t deadline_ns);
 
+/* Fill buf with len random bytes (getrandom). */
+hixl_status_t hixl_ctrl_random(uint8_t *buf, size_t len);
+
+/* Compare two tokens in time that does not depend on where they differ. */
+int hixl_ctrl_token_eq(const uint8_t *a, const uint8_t *b, size_t len);
+
 /* Send an AUTH_CHALLENGE (nonce) or AUTH_RESPONSE (MAC) and move the
  * handshake to `state`. */
 void hixl_ctrl_send_auth(hixl_peer_t *peer, uint16_t type, const void *data,
@@ -84,9 +102,6 @@ void hixl_ctrl_send_auth(hixl_peer_t *peer, uint16_t type, const void *data,
 /* ---- accept.c ---- */
 void hixl_accept_init(hixl_engine_t *engine);
 hixl_status_t hixl_accept_listen(hixl_engine_t *engine);
-/* Accept again if accepting was stopped at HIXL_MAX_HANDSHAKES and fewer
- * are in their handshake now (periodic work, engine->lock held). */
-void hixl_accept_resume_check(hixl_engine_t *engine);
 
 /* ---- connect.c ---- */
 void hixl_connect_init(hixl_engine_t *engine);

@@ -19,6 +19,9 @@ struct hixl_ended {
     char               reason[256];
     int                outgoing;
     int                owed;          /* hixl_disconnect() still succeeds */
+    int                has_resume;
+    uint8_t            resume[HIXL_RESUME_LEN];
+    uint64_t           instance;      /* its peer->remote_instance */
 };
 
 static int hixl_ended_match(const hixl_ended_t *e, const char *remote,
@@ -83,7 +86,7 @@ static void hixl_ended_trim(hixl_ended_list_t *list)
 }
 
 void hixl_ended_record(hixl_ended_list_t *list, const hixl_peer_t *peer,
-                       int owed)
+                       int owed, const uint8_t *resume)
 {
     hixl_ended_t *e;
 
@@ -100,6 +103,11 @@ void hixl_ended_record(hixl_ended_list_t *list, const hixl_peer_t *peer,
     snprintf(e->reason, sizeof(e->reason), "%s", peer->close_reason);
     e->outgoing = peer->outgoing;
     e->owed     = owed;
+    e->instance = peer->remote_instance;
+    if (resume != NULL) {
+        memcpy(e->resume, resume, HIXL_RESUME_LEN);
+        e->has_resume = 1;
+    }
     e->next     = list->head;
     list->head = e;
     ++list->count;
@@ -112,6 +120,19 @@ const char *hixl_ended_reason(hixl_ended_list_t *list, const char *remote,
     hixl_ended_t *e = hixl_ended_find(list, remote, outgoing, 0, NULL);
 
     return (e != NULL) ? e->reason : NULL;
+}
+
+int hixl_ended_resume(hixl_ended_list_t *list, const char *name,
+                      int outgoing, uint8_t *out, uint64_t *instance_p)
+{
+    hixl_ended_t *e = hixl_ended_find(list, name, outgoing, 0, NULL);
+
+    if ((e == NULL) || !e->has_resume) {
+        return 0;
+    }
+    memcpy(out, e->resume, HIXL_RESUME_LEN);
+    *instance_p = e->instance;
+    return 1;
 }
 
 int hixl_ended_acknowledge(hixl_ended_list_t *list, const char *remote,

@@ -21,8 +21,14 @@
 #include "core/peer.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define HIXL_ENDED_MAX 256
+/* The token a listener issues to each accepted connection (HELLO_ACK) and
+ * that the same engine presents when it reconnects (HELLO): only those two
+ * know it, so only the engine that held a connection can replace it.  A
+ * connector keeps the token of an ended connection here, with its reason. */
+#define HIXL_RESUME_LEN 16
 
 typedef struct hixl_ended hixl_ended_t;
 
@@ -32,9 +38,17 @@ typedef struct hixl_ended_list {
 } hixl_ended_list_t;
 
 /* Remember why peer ended (from hixl_peer_close).  owed: the application
- * saw the connection up and did not end it itself. */
+ * saw the connection up and did not end it itself.  resume: the
+ * connection's resume token (issued by the listener, kept by both ends),
+ * or NULL; peer->remote_instance is kept with it. */
 void hixl_ended_record(hixl_ended_list_t *list, const hixl_peer_t *peer,
-                       int owed);
+                       int owed, const uint8_t *resume);
+
+/* The resume token of the newest ended connection with name in that
+ * direction: 1, HIXL_RESUME_LEN bytes in out and the connection's
+ * remote_instance in *instance_p, or 0 when none is remembered. */
+int hixl_ended_resume(hixl_ended_list_t *list, const char *name,
+                      int outgoing, uint8_t *out, uint64_t *instance_p);
 
 /* The reason the newest connection called remote ended (outgoing: 1 only
  * outgoing ones, -1 either), or NULL when none is remembered. */

@@ -156,6 +156,12 @@ static const hixl_opt_row_t hixl_opt_table[] = {
     {"hixl.ConnectTimeoutMs", "HIXL_CONNECT_TIMEOUT_MS", HIXL_OPT_INT, "3000",
      1, INT32_MAX, 0, OFF(connect_timeout_ms),
      "Timeout of connects made by AutoConnect and of memory-table refreshes", NULL, NULL, NULL, 0},
+    {"hixl.HandshakeTimeoutMs", "HIXL_HANDSHAKE_TIMEOUT_MS", HIXL_OPT_INT,
+     "3000", 1, INT32_MAX, 0, OFF(handshake_timeout_ms),
+     "A listener closes an accepted connection that has not completed its "
+     "handshake (HELLO, and the proof of hixl.Secret) within this time; "
+     "idle and slow connections cannot hold the listener longer", NULL,
+     NULL, NULL, 0},
     {"hixl.TransferTimeoutMs", "HIXL_TRANSFER_TIMEOUT_MS", HIXL_OPT_INT,
      "30000", 1, INT32_MAX, 0, OFF(transfer_timeout_ms),
      "Deadline of an async transfer whose args give none", NULL, NULL, NULL, 0},

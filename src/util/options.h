@@ -74,6 +74,7 @@ typedef struct hixl_opts {
     int32_t  progress_spin_us;
     int32_t  listen_ephemeral;
     int32_t  connect_timeout_ms;
+    int32_t  handshake_timeout_ms;
     int32_t  transfer_timeout_ms;
     int32_t  finalize_timeout_ms;
     uint32_t max_requests;

@@ -31,7 +31,7 @@ typedef struct ctrl_field {
 #define F_B(_t, _m, _l)  {CTRL_F_BYTES, _l, offsetof(ctrl_msg_t, u._t._m), #_m}
 
 static const ctrl_field_t ctrl_f_hello[] = {
-    F_B(hello, name, CTRL_MAX_NAME), F_U64(hello, instance),
+    F_B(hello, name, CTRL_MAX_NAME), F_B(hello, resume, CTRL_MAX_AUTH),
     F_B(hello, host, CTRL_MAX_NAME), F_U32(hello, flags),
     F_B(hello, worker_addr, CTRL_MAX_ADDR), F_B(hello, nonce, CTRL_MAX_AUTH)};
 static const ctrl_field_t ctrl_f_hello_ack[] = {
@@ -40,8 +40,8 @@ static const ctrl_field_t ctrl_f_hello_ack[] = {
     F_B(hello_ack, worker_addr, CTRL_MAX_ADDR),
     F_B(hello_ack, host, CTRL_MAX_NAME), F_U32(hello_ack, max_streams),
     F_U32(hello_ack, max_layers), F_B(hello_ack, proof, CTRL_MAX_AUTH),
-    F_U64(hello_ack, conn), F_U32(hello_ack, pid), F_U64(hello_ack, ident),
-    F_U64(hello_ack, instance)};
+    F_U64(hello_ack, conn), F_U32(hello_ack, pid),
+    F_B(hello_ack, resume, CTRL_MAX_AUTH)};
 static const ctrl_field_t ctrl_f_mem_add[] = {
     F_U64(mem_add, id), F_U64(mem_add, addr), F_U64(mem_add, len),
     F_U32(mem_add, mem_type), F_B(mem_add, rkey, CTRL_MAX_RKEY),
@@ -161,8 +161,10 @@ ctrl_decode_result_t hixl_msg_decode(const uint8_t *buf, size_t len,
         return CTRL_DECODE_ERROR;
     }
     if (version != CTRL_VERSION) {
-        snprintf(err, errlen, "protocol version %u, this engine speaks %u",
-                 version, CTRL_VERSION);
+        snprintf(err, errlen, "the peer speaks hixl control protocol "
+                 "version %u, this engine version %u (a library of another "
+                 "release: give both ends the same one)", version,
+                 CTRL_VERSION);
         return CTRL_DECODE_ERROR;
     }
     if ((type == 0) || (type >= CTRL_MSG_TYPE_LAST)) {

@@ -23,7 +23,9 @@
 #include <stdint.h>
 
 #define CTRL_MAGIC        0x4c584948u   /* "HIXL" read as little-endian */
-#define CTRL_VERSION      2
+/* Any change of a message's layout changes the version: a peer of another
+ * version is refused with both numbers named (ctrl/dispatch.c). */
+#define CTRL_VERSION      3
 #define CTRL_HDR_LEN      12
 #define CTRL_MAX_NAME     255           /* engine names, host ids */
 #define CTRL_MAX_NOTIFY_NAME 1024       /* hixl's limit (HIXL_NOTIFY_NAME_MAX) */
@@ -31,7 +33,7 @@
 #define CTRL_MAX_ADDR     (64 * 1024)   /* UCX worker address */
 #define CTRL_MAX_RKEY     (64 * 1024)   /* packed UCX remote key */
 #define CTRL_MAX_DEVKEY   1024          /* device part of a composite key */
-#define CTRL_MAX_AUTH     64            /* nonces and MACs */
+#define CTRL_MAX_AUTH     64            /* nonces, MACs, resume tokens */
 #define CTRL_MAX_NOTIFY   (16 * 1024 * 1024)
 #define CTRL_MAX_PAYLOAD  (CTRL_MAX_NOTIFY + 4096)
 
@@ -65,7 +67,9 @@ typedef struct ctrl_msg {
     union {
         struct {
             ctrl_bytes_t name;         /* sender's engine name */
-            uint64_t     instance;     /* random per engine object */
+            ctrl_bytes_t resume;       /* the token this listener issued to
+                                          the sender's previous connection
+                                          (ctrl/ctrl.h), or empty */
             ctrl_bytes_t host;         /* host identity (boot id) */
             uint32_t     flags;
             ctrl_bytes_t worker_addr;  /* sender's UCX worker address */
@@ -82,11 +86,13 @@ typedef struct ctrl_msg {
             ctrl_bytes_t proof;        /* listener's MAC, when authenticated */
             uint64_t     conn;         /* the connection's id: BIND names it
                                           (core/served.h) */
-            /* same-host copies (core/cma.h): the listener's process, and
-             * where in it its instance id can be read to prove it */
+            /* same-host copies (core/cma.h): the listener's process, sent
+             * only to a connector of the same host, which then asks the
+             * kernel whether that process holds the other end */
             uint32_t     pid;
-            uint64_t     ident;
-            uint64_t     instance;
+            ctrl_bytes_t resume;       /* issued to this connection only:
+                                          proves a reconnect is the same
+                                          engine (ctrl/ctrl.h) */
         } hello_ack;
         struct {
             uint64_t     id;
