@@ -22,6 +22,7 @@
  */
 #include "config.h"
 #include "fan.h"
+#include "common/cli.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -113,35 +114,19 @@ static void fan_usage(FILE *out)
 "  2 bad command line, 3 bad data was received.\n");
 }
 
-static void fan_bad_usage(const char *fmt, const char *arg)
-{
-    fprintf(stderr, "fan: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n(fan -h for help)\n");
-    exit(FAN_EXIT_USAGE);
-}
+#define fan_bad_usage(...) \
+    bc_cli_fail("fan", "(fan -h for help)", FAN_EXIT_USAGE, __VA_ARGS__)
 
-static int fan_parse_size(const char *s, size_t *v)
+static size_t fan_parse_size(const char *s, const char *opt)
 {
-    unsigned long long n;
-    char *end;
+    const char *why;
+    size_t v;
 
-    errno = 0;
-    n = strtoull(s, &end, 10);
-    if ((end == s) || errno) {
-        return -1;
+    why = bc_size_parse(s, &v);
+    if (why != NULL) {
+        fan_bad_usage("%s %s: %s; expected %s", opt, s, why, BC_SIZE_FORMS);
     }
-    switch (*end) {
-    case 'k': case 'K': n <<= 10; ++end; break;
-    case 'm': case 'M': n <<= 20; ++end; break;
-    case 'g': case 'G': n <<= 30; ++end; break;
-    default: break;
-    }
-    if ((*end != '\0') || (n == 0)) {
-        return -1;
-    }
-    *v = (size_t)n;
-    return 0;
+    return v;
 }
 
 static unsigned fan_parse_uint(const char *s, const char *opt, unsigned min,
@@ -308,16 +293,8 @@ static void fan_parse_opts(fan_opts_t *o, int argc, char **argv)
         switch (c) {
         case 't': fan_parse_tests(o, optarg); break;
         case 'N': fan_parse_ns(o, optarg); break;
-        case 's':
-            if (fan_parse_size(optarg, &o->desc_size) != 0) {
-                fan_bad_usage("-s %s: expected a size such as 4M", optarg);
-            }
-            break;
-        case 'T':
-            if (fan_parse_size(optarg, &o->total) != 0) {
-                fan_bad_usage("-T %s: expected a size such as 1G", optarg);
-            }
-            break;
+        case 's': o->desc_size = fan_parse_size(optarg, "-s"); break;
+        case 'T': o->total = fan_parse_size(optarg, "-T"); break;
         case 'b': o->per_xfer = fan_parse_uint(optarg, "-b", 1, 1u << 20);
             break;
         case 'W': o->window = fan_parse_uint(optarg, "-W", 1, 4096); break;
@@ -413,10 +390,10 @@ static void fan_print_header(const fan_opts_t *o)
  * after waiting (bounded) for other jobs to quiet down. */
 static double fan_before_run(const fan_opts_t *o)
 {
-    uint64_t deadline = fan_now_ns() + (uint64_t)(o->quiet_wait * 1e9);
+    uint64_t deadline = bc_now_ns() + (uint64_t)(o->quiet_wait * 1e9);
     double busy = fan_host_busy(200);
 
-    while ((busy > 0.10) && (fan_now_ns() < deadline)) {
+    while ((busy > 0.10) && (bc_now_ns() < deadline)) {
         busy = fan_host_busy(200);
     }
     return busy;

@@ -24,6 +24,12 @@
 #ifndef HIXL_BENCH_FAN_H_
 #define HIXL_BENCH_FAN_H_
 
+#include "common/clock.h"
+#include "common/line.h"
+#include "common/pattern.h"
+#include "common/size.h"
+#include "common/stats.h"
+
 #include <hixl/hixl.h>
 
 #include <stddef.h>
@@ -88,17 +94,14 @@ typedef struct fan_child {
     pid_t    pid;
     int      fd;                   /* coordinator's end of the socketpair */
     char     name[32];             /* "decode[3]", for messages */
-    char    *rx;                   /* partial line buffer */
-    size_t   rx_len;
-    char    *line;                 /* last complete line (owned) */
+    bc_lines_t rx;                 /* what it sent, in lines */
+    char    *line;                 /* last complete line (rx's) */
     int      exited;
     int      status;
 } fan_child_t;
 
 typedef int (*fan_child_fn_t)(int fd, void *arg);
 
-uint64_t fan_now_ns(void);
-void     fan_sleep_until(uint64_t t_ns);
 /* Fork a child that runs fn(fd, arg) and exits with its return value.  It
  * dies with the coordinator (PR_SET_PDEATHSIG), is pinned to cpu >= 0, and
  * keeps no descriptor of the coordinator but stdio and its own socket. */
@@ -123,10 +126,6 @@ void fan_kill_all(void);            /* signal handler path: every live child */
 int  fan_child_recv(int fd, char **line_p);
 int  fan_child_send(int fd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-
-/* key=value words of a line */
-const char *fan_kv(const char *line, const char *key);
-int  fan_kv_u64(const char *line, const char *key, uint64_t *v);
 
 /* /proc/<pid> sample */
 typedef struct fan_sample {
@@ -168,10 +167,8 @@ typedef struct fan_engine_cfg {
 int  fan_decode_main(int fd, void *arg);
 int  fan_prefill_main(int fd, void *arg);
 
-void     fan_pattern_fill(uint8_t *buf, size_t len, uint64_t seed);
-/* 0 when buf holds the pattern, else -1 and a description */
-int      fan_pattern_check(const uint8_t *buf, size_t len, uint64_t seed,
-                           char *msg, size_t msg_len);
+/* The pattern seed of a slice: bench/common's pattern, keyed by the
+ * measurement, the pass and the peer. */
 uint64_t fan_seed(unsigned point, unsigned pass, unsigned peer);
 
 /* ---- fan_xfer.c: a prefill's transfers ---------------------------------- */
@@ -308,10 +305,5 @@ void fan_report_point(fan_report_t *rep, const fan_result_t *r);
 void fan_report_cold(fan_report_t *rep, const fan_cold_result_t *r);
 /* Tables, summary CSV, plot; returns the number of failed runs. */
 unsigned fan_report_close(fan_report_t *rep);
-
-/* helpers shared by the modules */
-double fan_median(double *v, unsigned n);     /* sorts v */
-double fan_pct(double *v, unsigned n, double pct);   /* nearest rank */
-void   fan_fmt_size(size_t n, char *buf, size_t len);
 
 #endif

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fan -t cold: a KV cache written into FRESHLY allocated decode memory, the
- * first transfer against the second into the same memory (issue 15, part
- * 1), and the machine's own reference, a one-core memcpy into a freshly
- * mapped buffer against the same buffer once touched.
+ * first transfer against the second into the same memory, and the
+ * machine's own reference, a one-core memcpy into a freshly mapped buffer
+ * against the same buffer once touched.
  *
  * Per case, new processes: a decode engine allocates -T bytes and does not
  * touch them, either with hixl_alloc_mem (UCX allocates; on one host, shared
@@ -120,16 +120,16 @@ static int fan_memcpy_main(int fd, void *arg)
         fan_child_send(fd, "ERR msg=mmap of 2 x %zu bytes failed", cfg->len);
         return FAN_EXIT_ERROR;
     }
-    fan_pattern_fill(src, cfg->len, 1);    /* the source is warm */
+    bc_pattern_fill(src, cfg->len, 1);    /* the source is warm */
     fan_proc_sample(getpid(), &s0);
-    t0 = fan_now_ns();
+    t0 = bc_now_ns();
     memcpy(dst, src, cfg->len);
-    t1 = fan_now_ns();
+    t1 = bc_now_ns();
     fan_proc_sample(getpid(), &s1);
     memset(dst, 0, 64);                    /* the second copy has work too */
-    t2 = fan_now_ns();
+    t2 = bc_now_ns();
     memcpy(dst, src, cfg->len);
-    t3 = fan_now_ns();
+    t3 = bc_now_ns();
     fan_proc_sample(getpid(), &s2);
     if (memcmp(dst, src, cfg->len) != 0) {
         fan_child_send(fd, "ERR msg=memcpy result differs");
@@ -164,11 +164,11 @@ void fan_memcpy_run(const fan_opts_t *o, int shared, unsigned rep,
     if ((ch != NULL) &&
         (fan_spawn(ch, "memcpy", o->pin_prefill, fan_memcpy_main,
                    &cfg) == 0) &&
-        (fan_recv_all(ch, 1, fan_now_ns() + 120000000000ull, "DONE") == 0) &&
-        !fan_kv_u64(ch->line, "first", &first) &&
-        !fan_kv_u64(ch->line, "second", &second) &&
-        !fan_kv_u64(ch->line, "flt1", &f1) &&
-        !fan_kv_u64(ch->line, "flt2", &f2) && first && second) {
+        (fan_recv_all(ch, 1, bc_now_ns() + 120000000000ull, "DONE") == 0) &&
+        !bc_kv_u64(ch->line, "first", &first) &&
+        !bc_kv_u64(ch->line, "second", &second) &&
+        !bc_kv_u64(ch->line, "flt1", &f1) &&
+        !bc_kv_u64(ch->line, "flt2", &f2) && first && second) {
         c->ok             = 1;
         c->first_gbs      = (double)o->total / (double)first;
         c->second_gbs     = (double)o->total / (double)second;
@@ -177,7 +177,7 @@ void fan_memcpy_run(const fan_opts_t *o, int shared, unsigned rep,
     } else {
         snprintf(c->err, sizeof(c->err), "memcpy reference failed");
     }
-    if ((ch != NULL) && fan_reap(ch, 1, fan_now_ns() + 10000000000ull)) {
+    if ((ch != NULL) && fan_reap(ch, 1, bc_now_ns() + 10000000000ull)) {
         c->ok = 0;
     }
     free(ch);

@@ -38,64 +38,24 @@
 
 /* ---- data pattern ------------------------------------------------------- */
 
-static inline uint64_t fan_pattern_word(uint64_t index, uint64_t seed)
+uint64_t fan_seed(unsigned point, unsigned pass, unsigned peer)
 {
-    uint64_t x = (index + 1) * 0x9e3779b97f4a7c15ull ^ seed;
-
-    x ^= x >> 31;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 27;
-    return x;
+    return bc_pattern_seed(((uint64_t)point << 40) ^ ((uint64_t)pass << 20) ^
+                           peer);
 }
 
-void fan_pattern_fill(uint8_t *buf, size_t len, uint64_t seed)
-{
-    size_t i, words = len / 8;
-    uint64_t w;
-
-    for (i = 0; i < words; ++i) {
-        w = fan_pattern_word(i, seed);
-        memcpy(buf + 8 * i, &w, 8);
-    }
-    if (len % 8) {
-        w = fan_pattern_word(words, seed);
-        memcpy(buf + 8 * words, &w, len % 8);
-    }
-}
-
-int fan_pattern_check(const uint8_t *buf, size_t len, uint64_t seed,
+/* Check a slice the prefill engines wrote; 0, or -1 and what was wrong. */
+static int fan_verify(const uint8_t *buf, size_t len, uint64_t seed,
                       char *msg, size_t msg_len)
 {
-    size_t i, j, n, bad = 0, first = 0;
-    uint8_t expect[8];
-    uint64_t w;
+    bc_pattern_diff_t diff;
 
-    for (i = 0; i < len; i += 8) {
-        w = fan_pattern_word(i / 8, seed);
-        memcpy(expect, &w, 8);
-        n = (len - i < 8) ? len - i : 8;
-        if (memcmp(buf + i, expect, n) == 0) {
-            continue;
-        }
-        for (j = 0; j < n; ++j) {
-            if ((buf[i + j] != expect[j]) && (bad++ == 0)) {
-                first = i + j;
-            }
-        }
-    }
-    if (bad == 0) {
+    if (bc_pattern_check(buf, len, seed, &diff) == 0) {
         return 0;
     }
     snprintf(msg, msg_len, "%zu bad byte(s) of %zu, the first at offset %zu",
-             bad, len, first);
+             diff.bad, len, diff.first);
     return -1;
-}
-
-uint64_t fan_seed(unsigned point, unsigned pass, unsigned peer)
-{
-    uint64_t x = ((uint64_t)point << 40) ^ ((uint64_t)pass << 20) ^ peer;
-
-    return fan_pattern_word(x, 0x5eed5eed5eed5eedull);
 }
 
 /* ---- engines ------------------------------------------------------------ */
@@ -205,11 +165,11 @@ int fan_decode_main(int fd, void *arg)
             rc = FAN_EXIT_OK;
             break;
         }
-        if (!strncmp(line, "VERIFY", 6) && !fan_kv_u64(line, "off", &off) &&
-            !fan_kv_u64(line, "len", &len) &&
-            !fan_kv_u64(line, "seed", &seed) &&
+        if (!strncmp(line, "VERIFY", 6) && !bc_kv_u64(line, "off", &off) &&
+            !bc_kv_u64(line, "len", &len) &&
+            !bc_kv_u64(line, "seed", &seed) &&
             (off <= cfg->region_len) && (len <= cfg->region_len - off)) {
-            if (fan_pattern_check(mem + off, len, seed, msg, sizeof(msg))) {
+            if (fan_verify(mem + off, len, seed, msg, sizeof(msg))) {
                 fan_child_send(fd, "VERIFIED ok=0 msg=%s", msg);
             } else {
                 fan_child_send(fd, "VERIFIED ok=1");
@@ -241,11 +201,11 @@ typedef struct fan_prefill {
 static int fan_prefill_peer(fan_prefill_t *p, const char *line)
 {
     uint64_t addr, len, off;
-    const char *name = fan_kv(line, "name");
+    const char *name = bc_kv(line, "name");
     fan_peer_t *peer;
 
-    if ((name == NULL) || fan_kv_u64(line, "addr", &addr) ||
-        fan_kv_u64(line, "len", &len) || fan_kv_u64(line, "off", &off) ||
+    if ((name == NULL) || bc_kv_u64(line, "addr", &addr) ||
+        bc_kv_u64(line, "len", &len) || bc_kv_u64(line, "off", &off) ||
         (off > p->cfg->region_len) || (len > p->cfg->region_len - off) ||
         (p->num_peers == FAN_MAX_N) ||
         (strlen(name) >= sizeof(p->peers[0].name))) {
@@ -314,14 +274,14 @@ static int fan_prefill_cmd(fan_prefill_t *p, const char *line)
         /* no answer: they come in a row, before CONNECT */
         return fan_prefill_peer(p, line);
     }
-    if (!strncmp(line, "FILL ", 5) && !fan_kv_u64(line, "seed", &seed)) {
+    if (!strncmp(line, "FILL ", 5) && !bc_kv_u64(line, "seed", &seed)) {
         for (i = 0; i < p->num_peers; ++i) {
-            fan_pattern_fill(p->peers[i].local, p->peers[i].len, seed + i);
+            bc_pattern_fill(p->peers[i].local, p->peers[i].len, seed + i);
         }
         return fan_child_send(p->fd, "FILLED");
     }
     fan_xfer_cfg(p, &x);
-    if (!strncmp(line, "CONNECT ", 8) && !fan_kv_u64(line, "at", &t0)) {
+    if (!strncmp(line, "CONNECT ", 8) && !bc_kv_u64(line, "at", &t0)) {
         fan_proc_sample(getpid(), &s0);
         if (fan_xfer_connect(&x, t0, err, sizeof(err)) != 0) {
             return fan_child_send(p->fd, "ERR msg=%s", err);
@@ -332,12 +292,12 @@ static int fan_prefill_cmd(fan_prefill_t *p, const char *line)
         return fan_child_send(p->fd, "CONNECTED ms=%s late=%s cpu=%.9f", a,
                               b, fan_cpu_s(&s0, &s1));
     }
-    if (!strncmp(line, "RUN ", 4) && !fan_kv_u64(line, "at", &t0) &&
-        !fan_kv_u64(line, "passes", &passes) &&
-        !fan_kv_u64(line, "deadline", &deadline)) {
+    if (!strncmp(line, "RUN ", 4) && !bc_kv_u64(line, "at", &t0) &&
+        !bc_kv_u64(line, "passes", &passes) &&
+        !bc_kv_u64(line, "deadline", &deadline)) {
         x.passes   = (unsigned)passes;
         x.deadline = deadline;
-        fan_sleep_until(t0);
+        bc_sleep_until_ns(t0);
         fan_proc_sample(getpid(), &s0);
         if (fan_xfer_run(&x, err, sizeof(err)) != 0) {
             return fan_child_send(p->fd, "ERR msg=%s", err);

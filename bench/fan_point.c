@@ -38,7 +38,7 @@
 
 static uint64_t fan_after(double s)
 {
-    return fan_now_ns() + (uint64_t)(s * 1e9);
+    return bc_now_ns() + (uint64_t)(s * 1e9);
 }
 
 /* Seed of peer k's slice in pass `pass`; FILL sends the first slice's. */
@@ -93,9 +93,9 @@ int fan_pt_spawn(fan_pt_t *p, fan_engine_cfg_t *dcfg,
         return -1;
     }
     for (i = 0; i < p->ndec; ++i) {
-        s = fan_kv(p->dec[i].line, "engine");
+        s = bc_kv(p->dec[i].line, "engine");
         if ((s == NULL) || (strlen(s) > HIXL_ENGINE_NAME_MAX) ||
-            fan_kv_u64(p->dec[i].line, "addr", &p->dec_addr[i])) {
+            bc_kv_u64(p->dec[i].line, "addr", &p->dec_addr[i])) {
             fprintf(stderr, "fan: %s: bad READY: %.100s\n", p->dec[i].name,
                     p->dec[i].line);
             return -1;
@@ -132,12 +132,12 @@ int fan_pt_connect(fan_pt_t *p)
         return -1;
     }
     for (i = 0; i < p->npre; ++i) {
-        if (fan_kv(p->pre[i].line, "cpu") != NULL) {
-            cpu += strtod(fan_kv(p->pre[i].line, "cpu"), NULL);
+        if (bc_kv(p->pre[i].line, "cpu") != NULL) {
+            cpu += strtod(bc_kv(p->pre[i].line, "cpu"), NULL);
         }
-        got += fan_parse_list(fan_kv(p->pre[i].line, "ms"),
+        got += fan_parse_list(bc_kv(p->pre[i].line, "ms"),
                               r->connect_ms + got, p->n - got);
-        fan_parse_list(fan_kv(p->pre[i].line, "late"),
+        fan_parse_list(bc_kv(p->pre[i].line, "late"),
                        late + (p->in ? i : 0), p->in ? 1 : p->n);
     }
     if (got != p->n) {
@@ -231,22 +231,22 @@ void fan_pt_results(fan_pt_t *p)
     for (i = 0; i < p->npre; ++i) {
         k   = p->in ? i : 0;
         cnt = p->in ? 1 : p->n;
-        fan_parse_list(fan_kv(p->pre[i].line, "ends"), v, cnt);
+        fan_parse_list(bc_kv(p->pre[i].line, "ends"), v, cnt);
         for (mine = 0; cnt-- > 0;) {
             p->end[k + cnt] = (uint64_t)v[cnt];
             mine = (p->end[k + cnt] > mine) ? p->end[k + cnt] : mine;
         }
         cnt = p->in ? 1 : p->n;
-        fan_parse_list(fan_kv(p->pre[i].line, "done"), v, cnt);
+        fan_parse_list(bc_kv(p->pre[i].line, "done"), v, cnt);
         while (cnt-- > 0) {
             p->done[k + cnt] = (uint64_t)v[cnt];
         }
-        if (!fan_kv_u64(p->pre[i].line, "partial", &ticks) && ticks) {
+        if (!bc_kv_u64(p->pre[i].line, "partial", &ticks) && ticks) {
             r->partial = 1;
         }
         /* this engine's CPU over its own busy time, t0 to its last end */
-        if ((fan_kv(p->pre[i].line, "cpu") != NULL) && (mine > p->t0)) {
-            cores = strtod(fan_kv(p->pre[i].line, "cpu"), NULL) /
+        if ((bc_kv(p->pre[i].line, "cpu") != NULL) && (mine > p->t0)) {
+            cores = strtod(bc_kv(p->pre[i].line, "cpu"), NULL) /
                     ((double)(mine - p->t0) * 1e-9);
             sum_cores += cores;
             r->pre_busy_max = (cores > r->pre_busy_max) ? cores :
@@ -284,7 +284,7 @@ static void fan_pt_idle(fan_pt_t *p)
         c = (i < p->ndec) ? &p->dec[i] : &p->pre[i - p->ndec];
         fan_proc_sample(c->pid, &a[i]);
     }
-    fan_sleep_until(fan_after(p->o->idle_s));
+    bc_sleep_until_ns(fan_after(p->o->idle_s));
     for (i = 0; i < all; ++i) {
         c = (i < p->ndec) ? &p->dec[i] : &p->pre[i - p->ndec];
         fan_proc_sample(c->pid, &b[i]);
@@ -327,7 +327,7 @@ int fan_pt_verify(fan_pt_t *p, unsigned pass)
             (fan_recv_all(d, 1, fan_after(FAN_SETUP_S), "VERIFIED") != 0)) {
             return -1;
         }
-        ok = fan_kv(d->line, "ok");
+        ok = bc_kv(d->line, "ok");
         if ((ok == NULL) || strcmp(ok, "1")) {
             snprintf(p->r->err, sizeof(p->r->err), "peer %u's slice at %s: "
                      "%s", k, d->name, strstr(d->line, "msg=") ?
@@ -411,7 +411,7 @@ int fan_pt_init(fan_pt_t *p, const fan_opts_t *o, fan_result_t *r,
     p->npre     = p->in ? n : 1;
     p->point_id = point_id;
     p->share    = (o->total / n) & ~(size_t)4095;   /* whole pages each */
-    p->start    = fan_now_ns();
+    p->start    = bc_now_ns();
     r->test      = test;
     r->n         = n;
     r->share     = p->share;
@@ -455,7 +455,7 @@ int fan_pt_fini(fan_pt_t *p, int rc)
         rc = -1;
     }
     r->ok     = (rc == 0);
-    r->wall_s = (double)(fan_now_ns() - p->start) * 1e-9;
+    r->wall_s = (double)(bc_now_ns() - p->start) * 1e-9;
     free(p->dec);
     free(p->pre);
     free(p->dec_name);

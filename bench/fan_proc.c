@@ -31,27 +31,6 @@
 /* every live child, for the signal handler */
 static volatile pid_t fan_live[FAN_MAX_N + 16];
 
-uint64_t fan_now_ns(void)
-{
-    struct timespec ts;
-
-    /* CLOCK_MONOTONIC is one clock for all processes of the host, so the
-     * coordinator's start time and the children's end times compare */
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-void fan_sleep_until(uint64_t t_ns)
-{
-    struct timespec ts;
-
-    ts.tv_sec  = (time_t)(t_ns / 1000000000ull);
-    ts.tv_nsec = (long)(t_ns % 1000000000ull);
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
-           EINTR) {
-    }
-}
-
 static void fan_live_set(pid_t old, pid_t pid)
 {
     unsigned i;
@@ -83,6 +62,7 @@ fan_child_t *fan_children(unsigned n)
     for (i = 0; (c != NULL) && (i < n); ++i) {
         c[i].pid = -1;
         c[i].fd  = -1;
+        bc_lines_init(&c[i].rx, FAN_LINE_MAX);
     }
     return c;
 }
@@ -97,6 +77,7 @@ int fan_spawn(fan_child_t *c, const char *name, int cpu, fan_child_fn_t fn,
     memset(c, 0, sizeof(*c));
     c->fd  = -1;
     c->pid = -1;
+    bc_lines_init(&c->rx, FAN_LINE_MAX);
     snprintf(c->name, sizeof(c->name), "%s", name);
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
         fprintf(stderr, "fan: socketpair: %s\n", strerror(errno));
@@ -141,38 +122,18 @@ int fan_spawn(fan_child_t *c, const char *name, int cpu, fan_child_fn_t fn,
     return 0;
 }
 
-static int fan_write_all(int fd, const char *p, size_t len)
-{
-    ssize_t n;
+static int fan_vsend(int fd, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 
-    while (len > 0) {
-        n = send(fd, p, len, MSG_NOSIGNAL);   /* a dead child: EPIPE */
-        if ((n < 0) && (errno == EINTR)) {
-            continue;
-        }
-        if (n <= 0) {
-            return -1;
-        }
-        p   += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
+/* Lines are bounded as the receiving side reads them. */
 static int fan_vsend(int fd, const char *fmt, va_list ap)
 {
-    static char buf[FAN_LINE_MAX];
-    int n;
+    int rc = bc_line_vsend(fd, FAN_LINE_MAX, fmt, ap);
 
-    n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
-    if ((n < 0) || ((size_t)n >= sizeof(buf) - 1)) {
+    if ((rc != 0) && (errno == EMSGSIZE)) {
         fprintf(stderr, "fan: line too long\n");
-        return -1;
     }
-    if ((n == 0) || (buf[n - 1] != '\n')) {
-        buf[n++] = '\n';
-    }
-    return fan_write_all(fd, buf, (size_t)n);
+    return rc;
 }
 
 int fan_send(fan_child_t *c, const char *fmt, ...)
@@ -200,45 +161,15 @@ int fan_child_send(int fd, const char *fmt, ...)
     return rc;
 }
 
-/* Move one complete line out of rx into c->line; 1 when there was one. */
+/* The next complete line of c into c->line; 1 when there was one. */
 static int fan_take_line(fan_child_t *c)
 {
-    char *nl = (c->rx != NULL) ? memchr(c->rx, '\n', c->rx_len) : NULL;
-    size_t len;
+    char *line = bc_lines_take(&c->rx);
 
-    if (nl == NULL) {
-        return 0;
+    if (line != NULL) {
+        c->line = line;
     }
-    len = (size_t)(nl - c->rx);
-    free(c->line);
-    c->line = strndup(c->rx, len);
-    memmove(c->rx, nl + 1, c->rx_len - len - 1);
-    c->rx_len -= len + 1;
-    return c->line != NULL;
-}
-
-/* Read what the socket has; -1 on EOF or error. */
-static int fan_fill(fan_child_t *c)
-{
-    ssize_t n;
-
-    if (c->rx == NULL) {
-        c->rx = malloc(FAN_LINE_MAX);
-        if (c->rx == NULL) {
-            return -1;
-        }
-    }
-    if (c->rx_len == FAN_LINE_MAX) {
-        return -1;                        /* a line longer than we take */
-    }
-    do {
-        n = read(c->fd, c->rx + c->rx_len, FAN_LINE_MAX - c->rx_len);
-    } while ((n < 0) && (errno == EINTR));
-    if (n <= 0) {
-        return -1;
-    }
-    c->rx_len += (size_t)n;
-    return 0;
+    return line != NULL;
 }
 
 static void fan_child_gone(fan_child_t *c)
@@ -288,7 +219,7 @@ int fan_recv_all(fan_child_t *c, unsigned n, uint64_t deadline,
         if (pending == 0) {
             break;
         }
-        now = fan_now_ns();
+        now = bc_now_ns();
         if (now >= deadline) {
             fprintf(stderr, "fan: %u of %u engine process(es) did not answer "
                     "%s in time (first: %s)\n", pending, n,
@@ -305,7 +236,7 @@ int fan_recv_all(fan_child_t *c, unsigned n, uint64_t deadline,
                 continue;
             }
             i = idx[k];
-            if (fan_fill(&c[i]) != 0) {
+            if (bc_lines_fill(&c[i].rx, c[i].fd, 0) != 0) {
                 fan_child_gone(&c[i]);
                 goto out;
             }
@@ -315,7 +246,7 @@ int fan_recv_all(fan_child_t *c, unsigned n, uint64_t deadline,
     for (i = 0; i < n; ++i) {
         if (!strncmp(c[i].line, "ERR", 3)) {
             fprintf(stderr, "fan: %s: %s\n", c[i].name,
-                    fan_kv(c[i].line, "msg") ? strstr(c[i].line, "msg=") + 4 :
+                    bc_kv(c[i].line, "msg") ? strstr(c[i].line, "msg=") + 4 :
                     c[i].line);
             goto out;
         }
@@ -358,10 +289,10 @@ unsigned fan_reap(fan_child_t *c, unsigned n, uint64_t deadline)
                 ++left;
             }
         }
-        if ((left == 0) || (fan_now_ns() >= deadline)) {
+        if ((left == 0) || (bc_now_ns() >= deadline)) {
             break;
         }
-        fan_sleep_until(fan_now_ns() + 5000000ull);
+        bc_sleep_until_ns(bc_now_ns() + 5000000ull);
     }
     for (i = 0; i < n; ++i) {
         if ((c[i].pid > 0) && !c[i].exited) {
@@ -381,9 +312,7 @@ unsigned fan_reap(fan_child_t *c, unsigned n, uint64_t deadline)
             close(c[i].fd);
             c[i].fd = -1;
         }
-        free(c[i].rx);
-        free(c[i].line);
-        c[i].rx   = NULL;
+        bc_lines_free(&c[i].rx);
         c[i].line = NULL;
     }
     return bad;
@@ -391,69 +320,11 @@ unsigned fan_reap(fan_child_t *c, unsigned n, uint64_t deadline)
 
 int fan_child_recv(int fd, char **line_p)
 {
-    static char buf[FAN_LINE_MAX + 1], line[FAN_LINE_MAX + 1];
-    static size_t len;
-    char *nl;
-    ssize_t n;
+    static bc_lines_t rx = {NULL, 0, 0, FAN_LINE_MAX, NULL, 0};
 
-    while ((nl = memchr(buf, '\n', len)) == NULL) {
-        if (len == FAN_LINE_MAX) {
-            return -1;
-        }
-        do {
-            n = read(fd, buf + len, FAN_LINE_MAX - len);
-        } while ((n < 0) && (errno == EINTR));
-        if (n <= 0) {
-            return -1;      /* the coordinator closed: we are done */
-        }
-        len += (size_t)n;
-    }
-    memcpy(line, buf, (size_t)(nl - buf));
-    line[nl - buf] = '\0';
-    len -= (size_t)(nl - buf) + 1;
-    memmove(buf, nl + 1, len);
-    *line_p = line;
-    return 0;
-}
-
-const char *fan_kv(const char *line, const char *key)
-{
-    /* a few rotating copies: callers parse two or three values at once */
-    static char bufs[4][FAN_LINE_MAX];
-    static unsigned next;
-    size_t klen = strlen(key), vlen;
-    const char *p = line, *end;
-    char *out;
-
-    while ((p = strstr(p, key)) != NULL) {
-        if (((p == line) || (p[-1] == ' ')) && (p[klen] == '=')) {
-            p  += klen + 1;
-            end = strchr(p, ' ');
-            vlen = end ? (size_t)(end - p) : strlen(p);
-            if (vlen >= FAN_LINE_MAX) {
-                return NULL;
-            }
-            out = bufs[next++ % 4];
-            memcpy(out, p, vlen);
-            out[vlen] = '\0';
-            return out;
-        }
-        p += klen;
-    }
-    return NULL;
-}
-
-int fan_kv_u64(const char *line, const char *key, uint64_t *v)
-{
-    const char *s = fan_kv(line, key);
-    char *end;
-
-    if ((s == NULL) || (*s == '\0')) {
-        return -1;
-    }
-    errno = 0;
-    *v = strtoull(s, &end, 0);
-    return ((*end != '\0') || (errno != 0)) ? -1 : 0;
+    /* no deadline: when the coordinator dies, so does this process */
+    *line_p = bc_lines_wait(&rx, fd, 0, NULL, NULL);
+    return (*line_p != NULL) ? 0 : -1;
 }
 
 /* ---- /proc -------------------------------------------------------------- */
@@ -496,7 +367,7 @@ int fan_proc_sample(pid_t pid, fan_sample_t *s)
     DIR *d;
 
     memset(s, 0, sizeof(*s));
-    s->t_ns = fan_now_ns();
+    s->t_ns = bc_now_ns();
     /* utime + stime come in clock ticks (10 ms): too coarse for a pass of
      * a few ms; the process CPU-time clock is the same sum, in ns */
     if ((clock_getcpuclockid(pid, &clk) == 0) &&
@@ -594,7 +465,7 @@ double fan_host_busy(unsigned ms)
     if (fan_stat_cpu(&b0, &t0) != 0) {
         return 0.0;
     }
-    fan_sleep_until(fan_now_ns() + (uint64_t)ms * 1000000ull);
+    bc_sleep_until_ns(bc_now_ns() + (uint64_t)ms * 1000000ull);
     if ((fan_stat_cpu(&b1, &t1) != 0) || (t1 <= t0)) {
         return 0.0;
     }

@@ -7,8 +7,10 @@
  * interrupted sweep still leaves its data.  At the end, per (test, UCX_TLS,
  * N): medians over the repetitions with [min-max] of the headline figure;
  * connect times pooled over the repetitions (median, p99 by nearest rank,
- * max); the tables, a summary CSV, the targets of issues 15 and 16 (reported,
- * not enforced) and, when gnuplot is installed, a PNG.
+ * max); the tables, a summary CSV, the targets the library aims at
+ * (throughput kept as N grows, connect time, memory per peer, idle CPU,
+ * cold memory; reported, not enforced) and, when gnuplot is installed, a
+ * PNG.
  */
 #include "config.h"
 #include "fan.h"
@@ -40,47 +42,6 @@ struct fan_report {
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static int fan_cmp(const void *a, const void *b)
-{
-    double x = *(const double*)a, y = *(const double*)b;
-
-    return (x < y) ? -1 : (x > y);
-}
-
-double fan_median(double *v, unsigned n)
-{
-    if (n == 0) {
-        return NAN;
-    }
-    qsort(v, n, sizeof(*v), fan_cmp);
-    return (n % 2) ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-double fan_pct(double *v, unsigned n, double pct)
-{
-    unsigned rank;
-
-    if (n == 0) {
-        return NAN;
-    }
-    qsort(v, n, sizeof(*v), fan_cmp);
-    rank = (unsigned)ceil(pct / 100.0 * n);
-    return v[(rank == 0) ? 0 : rank - 1];
-}
-
-void fan_fmt_size(size_t n, char *buf, size_t len)
-{
-    if ((n >= (1ull << 30)) && !(n % (1ull << 30))) {
-        snprintf(buf, len, "%zu GiB", n >> 30);
-    } else if ((n >= (1u << 20)) && !(n % (1u << 20))) {
-        snprintf(buf, len, "%zu MiB", n >> 20);
-    } else if ((n >= 1024) && !(n % 1024)) {
-        snprintf(buf, len, "%zu KiB", n >> 10);
-    } else {
-        snprintf(buf, len, "%zu B", n);
-    }
-}
-
 static const char *fan_test_name(unsigned test)
 {
     return (test == FAN_T_IN) ? "fan_in" : (test == FAN_T_OUT) ? "fan_out" :
@@ -93,6 +54,26 @@ static const char *fan_alloc_name(const fan_cold_result_t *c)
         return c->shared ? "memcpy, fresh shared" : "memcpy, fresh private";
     }
     return (c->alloc == FAN_ALLOC_HIXL) ? "hixl_alloc_mem" : "mmap+register";
+}
+
+/* Room for one more of n kept results (doubling from first); -1 when out
+ * of memory, the result is then not kept. */
+static int fan_grow(void **v, unsigned n, unsigned *cap, size_t size,
+                    unsigned first)
+{
+    unsigned want = *cap ? 2 * *cap : first;
+    void *p;
+
+    if (n < *cap) {
+        return 0;
+    }
+    p = realloc(*v, want * size);
+    if (p == NULL) {
+        return -1;
+    }
+    *v   = p;
+    *cap = want;
+    return 0;
 }
 
 /* Both stdout and the .txt copy. */
@@ -207,8 +188,8 @@ static void fan_connect_stats(const fan_result_t *r, double *med, double *p99,
         return;
     }
     memcpy(v, r->connect_ms, r->n * sizeof(*v));
-    *med = fan_median(v, r->n);
-    *p99 = fan_pct(v, r->n, 99.0);
+    *med = bc_median(v, r->n);
+    *p99 = bc_percentile(v, r->n, 99.0);
     *max = v[r->n - 1];
     free(v);
 }
@@ -216,15 +197,10 @@ static void fan_connect_stats(const fan_result_t *r, double *med, double *p99,
 void fan_report_point(fan_report_t *rep, const fan_result_t *r)
 {
     double med, p99, max;
-    fan_result_t *grown;
 
-    if (rep->nres == rep->capres) {
-        rep->capres = rep->capres ? 2 * rep->capres : 64;
-        grown = realloc(rep->res, rep->capres * sizeof(*grown));
-        if (grown == NULL) {
-            return;
-        }
-        rep->res = grown;
+    if (fan_grow((void**)&rep->res, rep->nres, &rep->capres,
+                 sizeof(*rep->res), 64) != 0) {
+        return;
     }
     rep->res[rep->nres++] = *r;
     fan_note_tls(rep, r->tls);
@@ -270,15 +246,9 @@ void fan_report_point(fan_report_t *rep, const fan_result_t *r)
 
 void fan_report_cold(fan_report_t *rep, const fan_cold_result_t *c)
 {
-    fan_cold_result_t *grown;
-
-    if (rep->ncold == rep->capcold) {
-        rep->capcold = rep->capcold ? 2 * rep->capcold : 32;
-        grown = realloc(rep->cold, rep->capcold * sizeof(*grown));
-        if (grown == NULL) {
-            return;
-        }
-        rep->cold = grown;
+    if (fan_grow((void**)&rep->cold, rep->ncold, &rep->capcold,
+                 sizeof(*rep->cold), 32) != 0) {
+        return;
     }
     rep->cold[rep->ncold++] = *c;
     if (!rep->o->quiet) {
@@ -329,12 +299,12 @@ static double fan_med_field(fan_result_t **runs, unsigned n, size_t off,
     if (k == 0) {
         return NAN;
     }
-    qsort(v, k, sizeof(*v), fan_cmp);
+    bc_sort_double(v, k);
     if (min != NULL) {
         *min = v[0];
         *max = v[k - 1];
     }
-    return fan_median(v, k);
+    return bc_median(v, k);
 }
 
 #define FAN_MED(_runs, _k, _field) \
@@ -384,8 +354,8 @@ static int fan_summarize(fan_report_t *rep, unsigned test, const char *tls,
         np += n;
     }
     if (pool != NULL) {
-        row->c_med = fan_median(pool, np);
-        row->c_p99 = fan_pct(pool, np, 99.0);
+        row->c_med = bc_median(pool, np);
+        row->c_p99 = bc_percentile(pool, np, 99.0);
         row->c_max = np ? pool[np - 1] : NAN;
         free(pool);
     }
@@ -393,7 +363,7 @@ static int fan_summarize(fan_report_t *rep, unsigned test, const char *tls,
         v[i] = (double)runs[i]->bytes / ((double)runs[i]->share * n *
                                          rep->o->passes);
     }
-    row->done_frac    = fan_median(v, k);
+    row->done_frac    = bc_median(v, k);
     row->late         = FAN_MED(runs, k, late_max_ms);
     row->hub_conn_cpu = FAN_MED(runs, k, hub_conn_cpu_ms);
     row->pre_conn_cpu = FAN_MED(runs, k, pre_conn_cpu_ms);
@@ -484,8 +454,8 @@ static void fan_print_fan(fan_report_t *rep, unsigned test, const char *tls,
     unsigned i;
     int in = (test == FAN_T_IN);
 
-    fan_fmt_size(o->desc_size, ds, sizeof(ds));
-    fan_fmt_size(o->total, ts, sizeof(ts));
+    bc_size_str(o->desc_size, ds, sizeof(ds));
+    bc_size_str(o->total, ts, sizeof(ts));
     fan_out(rep, "\n%s over UCX_TLS=%s: %s written per pass, split over N "
             "peers, in %s descriptors (%u per transfer, %u in flight per "
             "peer), %u timed pass(es) after %u warm-up; %u rep(s): medians, "
@@ -629,15 +599,15 @@ static unsigned fan_cold_rows(const fan_report_t *rep, fan_cold_row_t *rows)
         rows[n].c = c;
         rows[n].k = k;
         if (k > 0) {
-            rows[n].first  = fan_median(v[0], k);
-            rows[n].second = fan_median(v[1], k);
-            rows[n].ratio  = fan_median(v[2], k);   /* sorts: [0], [k-1] */
+            rows[n].first  = bc_median(v[0], k);
+            rows[n].second = bc_median(v[1], k);
+            rows[n].ratio  = bc_median(v[2], k);   /* sorts: [0], [k-1] */
             rows[n].rmin   = v[2][0];
             rows[n].rmax   = v[2][k - 1];
-            rows[n].df     = fan_median(v[3], k);
-            rows[n].df2    = fan_median(v[4], k);
-            rows[n].pf     = fan_median(v[5], k);
-            rows[n].pf2    = fan_median(v[6], k);
+            rows[n].df     = bc_median(v[3], k);
+            rows[n].df2    = bc_median(v[4], k);
+            rows[n].pf     = bc_median(v[5], k);
+            rows[n].pf2    = bc_median(v[6], k);
         }
         ++n;
     }
@@ -653,8 +623,8 @@ static void fan_print_cold(fan_report_t *rep, const fan_cold_row_t *rows,
     if (n == 0) {
         return;
     }
-    fan_fmt_size(rep->o->desc_size, ds, sizeof(ds));
-    fan_fmt_size(rep->o->total, ts, sizeof(ts));
+    bc_size_str(rep->o->desc_size, ds, sizeof(ds));
+    bc_size_str(rep->o->total, ts, sizeof(ts));
     fan_out(rep, "\ncold memory: %s written into freshly allocated memory "
             "(%s descriptors), then again into the same memory; %u rep(s): "
             "medians, [min-max] of the ratio\n", ts, ds, rep->o->reps);
@@ -708,7 +678,7 @@ static void fan_targets(fan_report_t *rep, const fan_row_t *rows,
     double worst_beyond = -1e30, idle = 0;
     unsigned i, t;
 
-    fan_out(rep, "\ntargets (issues 15 and 16; reported, not enforced):\n");
+    fan_out(rep, "\ntargets (reported, not enforced):\n");
     for (t = 0; t < rep->ntls; ++t) {
         r = fan_find(rows, nrows, FAN_T_IN, rep->tls[t], 16);
         if ((r != NULL) && !isnan(r->x1)) {
@@ -720,10 +690,10 @@ static void fan_targets(fan_report_t *rep, const fan_row_t *rows,
         }
         r = fan_find(rows, nrows, FAN_T_IN, rep->tls[t], 32);
         if (r != NULL) {
-            fan_out(rep, "  fan-in %-8s connect p99 at N=32 <= 50 ms (15) / "
-                    "100 ms (16): %.1f ms  %s\n", rep->tls[t], r->c_p99,
-                    (r->c_p99 <= 50) ? "met" : (r->c_p99 <= 100) ?
-                    "met for 16 only" : "MISSED");
+            fan_out(rep, "  fan-in %-8s connect p99 at N=32 <= 50 ms (or "
+                    "at least <= 100 ms): %.1f ms  %s\n", rep->tls[t],
+                    r->c_p99, (r->c_p99 <= 50) ? "met" :
+                    (r->c_p99 <= 100) ? "met for 100 ms only" : "MISSED");
         }
     }
     for (i = 0; i < nrows; ++i) {

@@ -200,13 +200,13 @@ static ucs_status_t fan_ucx_wait(ucp_worker_h w, ucs_status_ptr_t req,
     }
     while ((st = ucp_request_check_status(req)) == UCS_INPROGRESS) {
         ucp_worker_progress(w);
-        if (fan_now_ns() > deadline) {
+        if (bc_now_ns() > deadline) {
             /* a cancelled request completes at the next progress; if UCX
              * holds it longer, leave it to ucp_worker_destroy */
             ucp_request_cancel(w, req);
             deadline += 5000000000ull;
             while ((ucp_request_check_status(req) == UCS_INPROGRESS) &&
-                   (fan_now_ns() < deadline)) {
+                   (bc_now_ns() < deadline)) {
                 ucp_worker_progress(w);
             }
             if (ucp_request_check_status(req) != UCS_INPROGRESS) {
@@ -277,10 +277,10 @@ static int fan_ucx_creator_main(int fd, void *arg)
     memset(src, 0x5a, cfg->len);
     fan_child_send(fd, "READY");
     if ((fan_child_recv(fd, &line) != 0) || strncmp(line, "EPS ", 4) ||
-        fan_kv_u64(line, "n", &n) || (n == 0) || (n > FAN_MAX_N) ||
-        fan_kv_u64(line, "base", &base) ||
-        fan_unhex(fan_kv(line, "addr"), addr, sizeof(addr), &addr_len) ||
-        fan_unhex(fan_kv(line, "rkey"), rkbuf, sizeof(rkbuf), &rk_len)) {
+        bc_kv_u64(line, "n", &n) || (n == 0) || (n > FAN_MAX_N) ||
+        bc_kv_u64(line, "base", &base) ||
+        fan_unhex(bc_kv(line, "addr"), addr, sizeof(addr), &addr_len) ||
+        fan_unhex(bc_kv(line, "rkey"), rkbuf, sizeof(rkbuf), &rk_len)) {
         fan_child_send(fd, "ERR msg=bad EPS line");
         goto out;
     }
@@ -292,7 +292,7 @@ static int fan_ucx_creator_main(int fd, void *arg)
         goto out;
     }
     memset(&rp, 0, sizeof(rp));
-    t0       = fan_now_ns();
+    t0       = bc_now_ns();
     deadline = t0 + 60ull * 1000000000ull;
     /* every endpoint first, then a put on each, all in flight together
      * (as N engines writing at once: the target receives them together),
@@ -329,7 +329,7 @@ static int fan_ucx_creator_main(int fd, void *arg)
                        ucs_status_string(st));
         goto out;
     }
-    fan_child_send(fd, "DONE ms=%.3f", (double)(fan_now_ns() - t0) / 1e6);
+    fan_child_send(fd, "DONE ms=%.3f", (double)(bc_now_ns() - t0) / 1e6);
     if ((fan_child_recv(fd, &line) == 0) && !strcmp(line, "QUIT")) {
         rc = FAN_EXIT_OK;
     }
@@ -343,7 +343,7 @@ out:
         }
         if (eps[i] != NULL) {
             fan_ucx_wait(u.worker, ucp_ep_close_nbx(eps[i], &rp),
-                         fan_now_ns() + 5000000000ull);
+                         bc_now_ns() + 5000000000ull);
         }
     }
     free(eps);
@@ -372,22 +372,22 @@ int fan_ucx_run(const fan_opts_t *o, unsigned n, fan_result_t *r)
                    &cfg) != 0) ||
         (fan_spawn(&c[1], "ucx-creator", o->pin_prefill, fan_ucx_creator_main,
                    &cfg) != 0) ||
-        (fan_recv_all(c, 2, fan_now_ns() + 30000000000ull, "READY") != 0) ||
+        (fan_recv_all(c, 2, bc_now_ns() + 30000000000ull, "READY") != 0) ||
         (fan_proc_sample(c[0].pid, &t0) != 0) ||
         (fan_proc_sample(c[1].pid, &c0) != 0)) {
         goto out;
     }
-    a = fan_kv(c[0].line, "addr");
-    k = fan_kv(c[0].line, "rkey");
-    b = fan_kv(c[0].line, "base");
+    a = bc_kv(c[0].line, "addr");
+    k = bc_kv(c[0].line, "rkey");
+    b = bc_kv(c[0].line, "base");
     if ((a == NULL) || (k == NULL) || (b == NULL) ||
         (fan_send(&c[1], "EPS n=%u addr=%s rkey=%s base=%s", n, a, k,
                   b) != 0) ||
-        (fan_recv_all(&c[1], 1, fan_now_ns() + 90000000000ull, "DONE") != 0)) {
+        (fan_recv_all(&c[1], 1, bc_now_ns() + 90000000000ull, "DONE") != 0)) {
         goto out;
     }
     /* let the target finish its side of the wire-up */
-    fan_sleep_until(fan_now_ns() + 100000000ull);
+    bc_sleep_until_ns(bc_now_ns() + 100000000ull);
     if ((fan_proc_sample(c[0].pid, &t1) != 0) ||
         (fan_proc_sample(c[1].pid, &c1) != 0)) {
         goto out;
@@ -402,10 +402,10 @@ int fan_ucx_run(const fan_opts_t *o, unsigned n, fan_result_t *r)
 out:
     /* the creator first, so the target does not see its endpoints fail
      * while it is still being measured */
-    if (fan_reap(&c[1], 1, fan_now_ns() + 10000000000ull) != 0) {
+    if (fan_reap(&c[1], 1, bc_now_ns() + 10000000000ull) != 0) {
         rc = -1;
     }
-    if (fan_reap(&c[0], 1, fan_now_ns() + 10000000000ull) != 0) {
+    if (fan_reap(&c[0], 1, bc_now_ns() + 10000000000ull) != 0) {
         rc = -1;
     }
     free(c);

@@ -46,10 +46,10 @@ static void *fan_conn_thread(void *arg)
     fan_peer_t *peer = &c->x->peers[c->i];
     uint64_t start;
 
-    fan_sleep_until(c->t0);
-    start     = fan_now_ns();
+    bc_sleep_until_ns(c->t0);
+    start     = bc_now_ns();
     c->status = hixl_connect(c->x->engine, peer->name, c->x->timeout_ms);
-    peer->connect_ms = (double)(fan_now_ns() - start) / 1e6;
+    peer->connect_ms = (double)(bc_now_ns() - start) / 1e6;
     peer->late_ms    = (double)(start - c->t0) / 1e6;
     if (c->status != HIXL_SUCCESS) {
         /* hixl_last_error() is per thread: copy it here */
@@ -201,7 +201,7 @@ static int fan_flow_poll(fan_flow_t *f, const fan_xfer_cfg_t *x, char *err,
     status = hixl_get_transfer_status(x->engine, f->ring[f->tail], &xs);
     if (xs == HIXL_TRANSFER_COMPLETED) {
         f->peer->done  += fan_flow_bytes(f, x, f->completed);
-        f->peer->t_end  = fan_now_ns();
+        f->peer->t_end  = bc_now_ns();
         f->completed++;
         f->tail = (f->tail + 1) % x->window;
         f->inflight--;
@@ -277,7 +277,7 @@ int fan_xfer_run(fan_xfer_cfg_t *x, char *err, size_t err_len)
         if (active == 0) {
             break;
         }
-        if (!stop && (fan_now_ns() >= x->deadline)) {
+        if (!stop && (bc_now_ns() >= x->deadline)) {
             stop = 1;
         }
         if (!progress && x->poll_us) {

@@ -1,15 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * bench/pd_pipeline: time, memory, socket I/O and the shape line.
+ * bench/pd_pipeline: mode names, memory and the shape line.
  */
 #include "pd_run.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
-#include <unistd.h>
 
 const char *pd_mode_name(unsigned mode)
 {
@@ -17,30 +14,6 @@ const char *pd_mode_name(unsigned mode)
                                                  "staged"};
 
     return (mode < PD_NMODES) ? names[mode] : "?";
-}
-
-uint64_t pd_now_ns(void)
-{
-    struct timespec ts;
-
-    /* CLOCK_MONOTONIC is one clock for every process on the host, so
-     * decode's ready times compare with prefill's start time. */
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-void pd_sleep_ms(double ms)
-{
-    struct timespec ts;
-
-    if (ms <= 0) {
-        return;
-    }
-    /* sleep, not spin: an accelerator computing leaves the CPU free */
-    ts.tv_sec  = (time_t)(ms / 1000.0);
-    ts.tv_nsec = (long)((ms - ts.tv_sec * 1000.0) * 1e6);
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
 }
 
 void *pd_alloc(size_t bytes)
@@ -61,44 +34,6 @@ void pd_free(void *p, size_t bytes)
     if (p != NULL) {
         munmap(p, bytes);
     }
-}
-
-int pd_send_all(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-    ssize_t n;
-
-    while (len > 0) {
-        n = write(fd, p, len);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            return -1;
-        }
-        p   += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-int pd_recv_all(int fd, void *buf, size_t len)
-{
-    char *p = buf;
-    ssize_t n;
-
-    while (len > 0) {
-        n = read(fd, p, len);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            return -1;   /* EOF: the other side is gone */
-        }
-        p   += n;
-        len -= (size_t)n;
-    }
-    return 0;
 }
 
 void pd_print_shape(const char *who, const pd_shape_t *s)

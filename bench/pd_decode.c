@@ -61,7 +61,7 @@ static int pd_decode_layers(pd_decode_t *d, pd_mode_result_t *r,
             return pd_decode_fail(d, "hixl_wait_layer: %s",
                                   hixl_last_error());
         }
-        r->ready[layer] = pd_now_ns();
+        r->ready[layer] = bc_now_ns();
     }
     if (!pipelined) {
         for (layer = 0; layer + 1 < s->layers; ++layer) {
@@ -80,7 +80,7 @@ static int pd_decode_staged(pd_decode_t *d, pd_mode_result_t *r, int fd)
     uint8_t *dst;
 
     for (layer = 0; layer < s->layers; ++layer) {
-        if (pd_recv_all(fd, d->staging, lb) != 0) {
+        if (bc_read_all(fd, d->staging, lb) != 0) {
             return pd_decode_fail(d, "staged socket: %s at a layer",
                                   "closed or silent");
         }
@@ -88,7 +88,7 @@ static int pd_decode_staged(pd_decode_t *d, pd_mode_result_t *r, int fd)
         for (b = 0; b < nb; ++b) {
             memcpy(dst + pd_slot(b, nb) * bb, d->staging + b * bb, bb);
         }
-        r->ready[layer] = pd_now_ns();
+        r->ready[layer] = bc_now_ns();
     }
     return 0;
 }
@@ -103,8 +103,9 @@ static uint64_t pd_decode_verify(pd_decode_t *d, uint64_t run)
 
     for (layer = 0; layer < s->layers; ++layer) {
         for (b = 0; b < nb; ++b) {
-            bad += pd_check_block(d->cache + layer * lb + pd_slot(b, nb) * bb,
-                                  bb, run, layer, b);
+            bad += bc_pattern_check(d->cache + layer * lb +
+                                    pd_slot(b, nb) * bb, bb,
+                                    pd_block_seed(run, layer, b), NULL);
         }
     }
     return bad;
@@ -145,7 +146,7 @@ static int pd_decode_run(pd_decode_t *d, const pd_msg_t *start)
         /* the clock starts when decode says go: the times include that
          * notify's one-way trip (tens of microseconds), and need no clock
          * shared with the prefill host */
-        r->t0 = pd_now_ns();
+        r->t0 = bc_now_ns();
         len   = pd_msg_start(buf, sizeof(buf), PD_MSG_GO, mode, run);
         rc    = pd_link_send(&d->link, buf, len, d->cfg->timeout_ms);
         if (rc == 0) {
@@ -284,7 +285,7 @@ static int pd_decode_setup(pd_decode_t *d)
         fflush(stdout);
     }
     if ((cfg->name_fd >= 0) &&
-        (pd_send_all(cfg->name_fd, name, sizeof(name)) != 0)) {
+        (bc_write_all(cfg->name_fd, name, sizeof(name)) != 0)) {
         return -1;
     }
     return 0;

@@ -12,6 +12,8 @@
 #ifndef HIXL_BENCH_PD_KV_H_
 #define HIXL_BENCH_PD_KV_H_
 
+#include "common/pattern.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -69,53 +71,13 @@ static inline size_t pd_slot(size_t b, size_t n)
     return (b * stride + 7) % n;
 }
 
-static inline uint64_t pd_mix(uint64_t x)
+/* The pattern seed of one block (bench/common's pattern): it depends on
+ * (run, layer, block), so a block landing in the wrong slot or left from
+ * another run is caught too. */
+static inline uint64_t pd_block_seed(uint64_t run, unsigned layer,
+                                     size_t block)
 {
-    x += 0x9e3779b97f4a7c15ull;
-    x  = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x  = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-/* Fill / check one block; the pattern depends on (run, layer, block) so a
- * block landing in the wrong slot or from another run is caught too.
- * Word-wise: these touch gigabytes. */
-static inline void pd_fill_block(uint8_t *dst, size_t len, uint64_t run,
-                                 unsigned layer, size_t block)
-{
-    uint64_t seed = pd_mix((run << 40) ^ ((uint64_t)layer << 24) ^ block);
-    uint64_t *w   = (uint64_t*)dst;
-    size_t i;
-
-    for (i = 0; i < len / 8; ++i) {
-        w[i] = seed ^ (i * 0xd6e8feb86659fd93ull);
-    }
-    for (i = len & ~(size_t)7; i < len; ++i) {
-        dst[i] = (uint8_t)(seed >> (i & 7));
-    }
-}
-
-static inline size_t pd_check_block(const uint8_t *src, size_t len,
-                                    uint64_t run, unsigned layer, size_t block)
-{
-    uint64_t seed    = pd_mix((run << 40) ^ ((uint64_t)layer << 24) ^ block);
-    const uint64_t *w = (const uint64_t*)src;
-    size_t i, bad = 0;
-
-    uint64_t diff;
-    unsigned k;
-
-    for (i = 0; i < len / 8; ++i) {
-        diff = w[i] ^ (seed ^ (i * 0xd6e8feb86659fd93ull));
-        for (k = 0; diff && (k < 8); ++k) {   /* count bytes, not words */
-            bad  += ((diff & 0xff) != 0);
-            diff >>= 8;
-        }
-    }
-    for (i = len & ~(size_t)7; i < len; ++i) {
-        bad += (src[i] != (uint8_t)(seed >> (i & 7)));
-    }
-    return bad;
+    return bc_pattern_seed((run << 40) ^ ((uint64_t)layer << 24) ^ block);
 }
 
 #endif

@@ -99,7 +99,7 @@ static int pd_link_fetch(pd_link_t *l, int *got)
 
 int pd_link_recv(pd_link_t *l, pd_msg_t *msg, int timeout_ms)
 {
-    uint64_t start = pd_now_ns(), deadline;
+    uint64_t start = bc_now_ns(), deadline;
     char err[256];
     int got, rc;
 
@@ -111,15 +111,15 @@ int pd_link_recv(pd_link_t *l, pd_msg_t *msg, int timeout_ms)
         if (got) {
             break;
         }
-        if (pd_now_ns() > deadline) {
+        if (bc_now_ns() > deadline) {
             fprintf(stderr, "pd_pipeline: no message from %s within %d ms\n",
                     l->peer[0] ? l->peer : "any prefill engine", timeout_ms);
             return -1;
         }
         /* spin briefly (the GO that starts the clock), then nap: on a small
          * box a spinning waiter takes a core from the data path */
-        if (pd_now_ns() - start > 200000) {
-            pd_sleep_ms(0.05);
+        if (bc_now_ns() - start > 200000) {
+            bc_sleep_ms(0.05);
         }
     }
     rc = pd_msg_decode(l->inbox[l->head].buf, l->inbox[l->head].len, msg,

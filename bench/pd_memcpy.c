@@ -4,9 +4,9 @@
  *
  * On one host a put over shared memory is a memcpy into the peer's pages,
  * so one core's memcpy of the same number of bytes, into the same memory,
- * is the speed to compare with (issue 15).  Decode copies a buffer like
- * prefill's (page-aligned, huge-page hint, touched) into its own KV cache
- * right after hixl_alloc_mem gave it:
+ * is the speed to compare with.  Decode copies a buffer like prefill's
+ * (page-aligned, huge-page hint, touched) into its own KV cache right
+ * after hixl_alloc_mem gave it:
  *
  *   cold  the first copy: the cache's pages fault in during it, as when a
  *         KV cache allocated at start-up receives its first request (unless
@@ -26,12 +26,12 @@
 
 static double pd_copy_gbs(void *dst, const void *src, size_t bytes)
 {
-    uint64_t t0 = pd_now_ns(), dt;
+    uint64_t t0 = bc_now_ns(), dt;
 
     memcpy(dst, src, bytes);
     /* nobody reads the destination back: keep the copy observable */
     __asm__ __volatile__("" : : "r"(dst) : "memory");
-    dt = pd_now_ns() - t0;
+    dt = bc_now_ns() - t0;
     return (dt > 0) ? bytes / (double)dt : 0.0;   /* bytes per ns = GB/s */
 }
 

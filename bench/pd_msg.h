@@ -39,7 +39,9 @@
 
 #define PD_MSG_NAME     "pd_pipeline"
 #define PD_MSG_MAGIC    0x4c504450u       /* "PDPL" read little-endian */
-#define PD_MSG_VERSION  1u
+/* 2: blocks carry bench/common's pattern; a peer filling them the older
+ * way is refused at HELLO instead of failing every byte check */
+#define PD_MSG_VERSION  2u
 #define PD_MSG_HDR      16u
 #define PD_MSG_TEXT_MAX 256u
 /* Bounds of a layout: the decode engine's hixl.MaxLayers default, a block

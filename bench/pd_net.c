@@ -13,24 +13,11 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
-
-/* A peer that stops mid-layer must not hang the other side forever. */
-static void pd_io_timeout(int fd, int opt, int timeout_ms)
-{
-    struct timeval tv;
-
-    tv.tv_sec  = timeout_ms / 1000;
-    tv.tv_usec = (timeout_ms % 1000) * 1000;
-    setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof(tv));
-}
 
 int pd_name_split(const char *name, char *host, size_t hostlen,
                   unsigned *port)
@@ -73,43 +60,34 @@ int pd_name_split(const char *name, char *host, size_t hostlen,
     return 0;
 }
 
-static int pd_resolve(const char *host, unsigned port,
-                      struct sockaddr_storage *ss, socklen_t *len)
+/* A numeric address: an engine name is an identity, not a host name. */
+static int pd_resolve(const char *host, unsigned port, struct addrinfo **res)
 {
-    struct addrinfo hints, *ai = NULL;
-    char service[16];
-    int rc;
+    int rc = bc_tcp_resolve(host, port, AF_UNSPEC,
+                            AI_NUMERICHOST | AI_NUMERICSERV, res);
 
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family   = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags    = AI_NUMERICHOST | AI_NUMERICSERV;
-    snprintf(service, sizeof(service), "%u", port);
-    rc = getaddrinfo(host, service, &hints, &ai);
-    if ((rc != 0) || (ai == NULL)) {
+    if (rc != 0) {
         fprintf(stderr, "pd_pipeline: \"%s\" is not a numeric IP address: "
                 "%s\n", host, gai_strerror(rc));
         return -1;
     }
-    memcpy(ss, ai->ai_addr, ai->ai_addrlen);
-    *len = ai->ai_addrlen;
-    freeaddrinfo(ai);
     return 0;
 }
 
 int pd_local_ip_toward(const char *remote_host, char *out, size_t outlen)
 {
-    struct sockaddr_storage ss, me;
-    socklen_t len, mlen = sizeof(me);
+    struct sockaddr_storage me;
+    socklen_t mlen = sizeof(me);
+    struct addrinfo *ai;
     int fd, rc = -1;
 
     /* A connected UDP socket sends nothing, but the kernel picks the
      * source address of the route to the peer: the address to be known by. */
-    if (pd_resolve(remote_host, 9, &ss, &len) != 0) {
+    if (pd_resolve(remote_host, 9, &ai) != 0) {
         return -1;
     }
-    fd = socket(ss.ss_family, SOCK_DGRAM, 0);
-    if ((fd >= 0) && (connect(fd, (struct sockaddr*)&ss, len) == 0) &&
+    fd = socket(ai->ai_family, SOCK_DGRAM, 0);
+    if ((fd >= 0) && (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) &&
         (getsockname(fd, (struct sockaddr*)&me, &mlen) == 0)) {
         if (me.ss_family == AF_INET) {
             rc = inet_ntop(AF_INET, &((struct sockaddr_in*)&me)->sin_addr,
@@ -126,75 +104,59 @@ int pd_local_ip_toward(const char *remote_host, char *out, size_t outlen)
     if (fd >= 0) {
         close(fd);
     }
+    freeaddrinfo(ai);
     return rc;
+}
+
+/* The staged mode's listening (decode) or connected (prefill) socket. */
+static int pd_tcp_socket(const char *host, unsigned port, int listening)
+{
+    struct addrinfo *ai;
+    int fd;
+
+    if (pd_resolve(host, port, &ai) != 0) {
+        return -1;
+    }
+    fd = listening ? bc_tcp_listen(ai, 1) : bc_tcp_connect(ai, 0);
+    freeaddrinfo(ai);
+    if (fd < 0) {
+        fprintf(stderr, "pd_pipeline: staged %s %s port %u: %s\n",
+                listening ? "socket on" : "connect to", host, port,
+                strerror(errno));
+    }
+    return fd;
 }
 
 int pd_tcp_listen(const char *host, unsigned port, unsigned *bound_port)
 {
-    struct sockaddr_storage ss;
-    socklen_t len;
-    int fd, one = 1;
+    int fd = pd_tcp_socket(host, port, 1);
 
-    if (pd_resolve(host, port, &ss, &len) != 0) {
-        return -1;
+    if (fd >= 0) {
+        *bound_port = bc_tcp_local_port(fd);
     }
-    fd = socket(ss.ss_family, SOCK_STREAM, 0);
-    if (fd < 0) {
-        perror("pd_pipeline: staged socket");
-        return -1;
-    }
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, (struct sockaddr*)&ss, len) || listen(fd, 1) ||
-        getsockname(fd, (struct sockaddr*)&ss, &len)) {
-        fprintf(stderr, "pd_pipeline: staged socket on %s port %u: %s\n",
-                host, port, strerror(errno));
-        close(fd);
-        return -1;
-    }
-    *bound_port = ntohs((ss.ss_family == AF_INET) ?
-                        ((struct sockaddr_in*)&ss)->sin_port :
-                        ((struct sockaddr_in6*)&ss)->sin6_port);
     return fd;
 }
 
+/* Each read and write of a layer is bounded too: a peer that stops
+ * mid-layer must not hang the other side forever. */
 int pd_tcp_accept(int listen_fd, int timeout_ms)
 {
-    struct pollfd pfd = {listen_fd, POLLIN, 0};
-    int rc, one = 1, fd;
+    int fd = bc_tcp_accept(listen_fd, timeout_ms, NULL, NULL);
 
-    do {
-        rc = poll(&pfd, 1, timeout_ms);
-    } while ((rc < 0) && (errno == EINTR));
-    if (rc <= 0) {
-        return -1;
-    }
-    fd = accept(listen_fd, NULL, NULL);
     if (fd >= 0) {
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        pd_io_timeout(fd, SO_RCVTIMEO, timeout_ms);
+        bc_tcp_nodelay(fd);
+        bc_tcp_io_timeout(fd, SO_RCVTIMEO, timeout_ms);
     }
     return fd;
 }
 
 int pd_tcp_connect(const char *host, unsigned port, int timeout_ms)
 {
-    struct sockaddr_storage ss;
-    socklen_t len;
-    int fd, one = 1;
+    int fd = pd_tcp_socket(host, port, 0);
 
-    if (pd_resolve(host, port, &ss, &len) != 0) {
-        return -1;
+    if (fd >= 0) {
+        bc_tcp_nodelay(fd);
+        bc_tcp_io_timeout(fd, SO_SNDTIMEO, timeout_ms);
     }
-    fd = socket(ss.ss_family, SOCK_STREAM, 0);
-    if ((fd < 0) || connect(fd, (struct sockaddr*)&ss, len)) {
-        fprintf(stderr, "pd_pipeline: staged connect to %s port %u: %s\n",
-                host, port, strerror(errno));
-        if (fd >= 0) {
-            close(fd);
-        }
-        return -1;
-    }
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    pd_io_timeout(fd, SO_SNDTIMEO, timeout_ms);
     return fd;
 }

@@ -66,7 +66,7 @@ static int pd_loopback(const pd_config_t *cfg)
     pfd.events = POLLIN;
     /* decode measures memcpy over the whole cache before it listens */
     rc = poll(&pfd, 1, cfg->peer_wait_ms);
-    if ((rc <= 0) || (pd_recv_all(fds[0], name, sizeof(name)) != 0)) {
+    if ((rc <= 0) || (bc_read_all(fds[0], name, sizeof(name)) != 0)) {
         fprintf(stderr, "pd_pipeline: the decode process did not start\n");
         close(fds[0]);
         kill(pid, SIGTERM);

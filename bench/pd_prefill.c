@@ -81,7 +81,8 @@ static void pd_prefill_fill(pd_prefill_t *p, uint64_t run)
 
     for (layer = 0; layer < s->layers; ++layer) {
         for (b = 0; b < nb; ++b) {
-            pd_fill_block(p->cache + layer * lb + b * bb, bb, run, layer, b);
+            bc_pattern_fill(p->cache + layer * lb + b * bb, bb,
+                            pd_block_seed(run, layer, b));
         }
     }
 }
@@ -95,7 +96,7 @@ static int pd_prefill_hixl(pd_prefill_t *p, unsigned mode, uint64_t run)
     unsigned layer;
 
     for (layer = 0; layer < s->layers; ++layer) {
-        pd_sleep_ms(p->cfg->prefill_compute_ms);
+        bc_sleep_ms(p->cfg->prefill_compute_ms);
         if (hixl_transfer_async(p->engine, decode, HIXL_WRITE,
                                 &p->descs[layer * nb], nb, NULL,
                                 &p->reqs[layer]) != HIXL_SUCCESS) {
@@ -138,9 +139,9 @@ static int pd_prefill_staged(pd_prefill_t *p, int fd)
     unsigned layer;
 
     for (layer = 0; layer < s->layers; ++layer) {
-        pd_sleep_ms(p->cfg->prefill_compute_ms);
+        bc_sleep_ms(p->cfg->prefill_compute_ms);
         memcpy(p->staging, p->cache + layer * lb, lb);
-        if (pd_send_all(fd, p->staging, lb) != 0) {
+        if (bc_write_all(fd, p->staging, lb) != 0) {
             perror("\npd_pipeline: staged send");
             return -1;
         }
@@ -225,7 +226,7 @@ static int pd_prefill_run(pd_prefill_t *p, unsigned mode, uint64_t run,
  * measuring memcpy, or be started second), within --peer-wait-s. */
 static int pd_prefill_connect(pd_prefill_t *p)
 {
-    uint64_t deadline = pd_now_ns() +
+    uint64_t deadline = bc_now_ns() +
                         (uint64_t)p->cfg->peer_wait_ms * 1000000ull;
     hixl_status_t st;
 
@@ -234,13 +235,13 @@ static int pd_prefill_connect(pd_prefill_t *p)
         if (st == HIXL_SUCCESS) {
             return 0;
         }
-        if (pd_now_ns() > deadline) {
+        if (bc_now_ns() > deadline) {
             fprintf(stderr, "pd_pipeline: prefill: cannot connect to decode "
                     "engine %s within %d s: %s\n", p->cfg->decode,
                     p->cfg->peer_wait_ms / 1000, hixl_last_error());
             return -1;
         }
-        pd_sleep_ms(200);
+        bc_sleep_ms(200);
     }
 }
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench/pd_pipeline internals: configuration, the two roles' entry points
- * and what they share (time, memory, the notify link, sockets, report).
+ * and what they share (memory, the notify link, sockets, report; time and
+ * whole reads and writes are bench/common's).
  *
  * The roles talk only through the library: prefill connects to decode's
  * engine and the two exchange pd_msg messages as hixl notifies (pd_msg.h).
@@ -11,6 +12,8 @@
 #ifndef HIXL_BENCH_PD_RUN_H_
 #define HIXL_BENCH_PD_RUN_H_
 
+#include "common/clock.h"
+#include "common/oob.h"
 #include "pd_kv.h"
 #include "pd_msg.h"
 
@@ -89,13 +92,9 @@ typedef struct pd_link {
 } pd_link_t;
 
 const char *pd_mode_name(unsigned mode);
-uint64_t pd_now_ns(void);
-void pd_sleep_ms(double ms);
 /* Page-aligned, pre-faulted memory (so page faults are not timed). */
 void *pd_alloc(size_t bytes);
 void pd_free(void *p, size_t bytes);
-int pd_send_all(int fd, const void *buf, size_t len);
-int pd_recv_all(int fd, void *buf, size_t len);
 void pd_print_shape(const char *who, const pd_shape_t *s);
 
 int pd_link_send(pd_link_t *l, const uint8_t *buf, size_t len,

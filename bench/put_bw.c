@@ -26,6 +26,8 @@
  */
 #include "config.h"
 #include "put_bw.h"
+#include "common/cli.h"
+#include "common/size.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -135,66 +137,34 @@ static void bench_usage(FILE *out)
 "  connection, transfer, timeout), 2 bad command line, 3 corrupted data.\n");
 }
 
-static void bench_bad_usage(const char *fmt, const char *arg)
-{
-    fprintf(stderr, "put_bw: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nUsage: put_bw [ server-hostname ] [ options ]   "
-            "(put_bw -h lists the options)\n");
-    exit(BENCH_EXIT_USAGE);
-}
+#define bench_bad_usage(...) \
+    bc_cli_fail("put_bw", "Usage: put_bw [ server-hostname ] [ options ]   " \
+                "(put_bw -h lists the options)", BENCH_EXIT_USAGE, __VA_ARGS__)
 
 /* ---- option parsing ------------------------------------------------------ */
 
-static int bench_parse_u64(const char *s, uint64_t *v)
+/* A whole number in [min, max] for option opt, else a usage error that
+ * says what was expected. */
+static uint64_t bench_parse_num(const char *opt, const char *arg,
+                                uint64_t min, uint64_t max,
+                                const char *expected)
 {
-    char *end;
+    uint64_t v;
 
-    if ((s == NULL) || (*s < '0') || (*s > '9')) {
-        return -1;
+    if ((bc_parse_u64(arg, &v) != 0) || (v < min) || (v > max)) {
+        bench_bad_usage("%s %s: expected %s", opt, arg, expected);
     }
-    errno = 0;
-    *v    = strtoull(s, &end, 10);
-    return ((errno != 0) || (*end != '\0')) ? -1 : 0;
+    return v;
 }
 
-/* A size with an optional K/M/G suffix (powers of 1024). */
-static int bench_parse_size(const char *s, size_t *v)
-{
-    unsigned long long n;
-    char *end;
-    int shift = 0;
-
-    if ((*s < '0') || (*s > '9')) {
-        return -1;
-    }
-    errno = 0;
-    n     = strtoull(s, &end, 10);
-    if (errno != 0) {
-        return -1;
-    }
-    switch (*end) {
-    case 'k': case 'K': shift = 10; ++end; break;
-    case 'm': case 'M': shift = 20; ++end; break;
-    case 'g': case 'G': shift = 30; ++end; break;
-    default: break;
-    }
-    if ((*end == 'b') || (*end == 'B')) {
-        ++end;
-    }
-    if ((*end != '\0') || (n == 0) || (n > (SIZE_MAX >> shift))) {
-        return -1;
-    }
-    *v = (size_t)n << shift;
-    return 0;
-}
-
-/* A comma-separated list of sizes; 0, or -1 when malformed. */
+/* A comma-separated list of sizes; 0, or -1 when malformed, with why_p
+ * (when not NULL) saying which word and why. */
 static int bench_sizes_parse(const char *arg, size_t **sizes_p,
-                             unsigned *num_p)
+                             unsigned *num_p, char *why, size_t why_len)
 {
     char *copy = strdup(arg), *tok, *save = NULL;
     size_t *sizes = NULL, *p;
+    const char *bad = "empty";
     unsigned n = 0;
 
     if (copy == NULL) {
@@ -203,7 +173,11 @@ static int bench_sizes_parse(const char *arg, size_t **sizes_p,
     for (tok = strtok_r(copy, ",", &save); tok != NULL;
          tok = strtok_r(NULL, ",", &save)) {
         p = realloc(sizes, (n + 1) * sizeof(*sizes));
-        if ((p == NULL) || (bench_parse_size(tok, &p[n]) != 0)) {
+        if ((p == NULL) || ((bad = bc_size_parse(tok, &p[n])) != NULL)) {
+            if (why != NULL) {
+                snprintf(why, why_len, "\"%s\": %s", tok,
+                         (p == NULL) ? "out of memory" : bad);
+            }
             free(p ? p : sizes);
             free(copy);
             return -1;
@@ -213,6 +187,9 @@ static int bench_sizes_parse(const char *arg, size_t **sizes_p,
     }
     free(copy);
     if (n == 0) {
+        if (why != NULL) {
+            snprintf(why, why_len, "no size");
+        }
         return -1;
     }
     *sizes_p = sizes;
@@ -222,12 +199,13 @@ static int bench_sizes_parse(const char *arg, size_t **sizes_p,
 
 static void bench_parse_sizes(bench_opts_t *opts, const char *arg)
 {
+    char why[128];
     size_t *sizes;
     unsigned n;
 
-    if (bench_sizes_parse(arg, &sizes, &n) != 0) {
-        bench_bad_usage("-s %s: expected positive sizes separated by commas "
-                        "(K, M, G suffixes allowed)", arg);
+    if (bench_sizes_parse(arg, &sizes, &n, why, sizeof(why)) != 0) {
+        bench_bad_usage("-s %s: %s; expected sizes separated by commas, "
+                        "each %s", arg, why, BC_SIZE_FORMS);
     }
     free(opts->sizes);
     opts->sizes     = sizes;
@@ -237,14 +215,18 @@ static void bench_parse_sizes(bench_opts_t *opts, const char *arg)
 static void bench_parse_sweep(bench_opts_t *opts, const char *arg)
 {
     char *copy = strdup(arg), *colon;
+    const char *why;
 
     if ((copy == NULL) || ((colon = strchr(copy, ':')) == NULL)) {
         bench_bad_usage("-S %s: expected <min>:<max>, e.g. 8:4M", arg);
     }
     *colon = '\0';
-    if ((bench_parse_size(copy, &opts->sweep_min) != 0) ||
-        (bench_parse_size(colon + 1, &opts->sweep_max) != 0) ||
-        (opts->sweep_min > opts->sweep_max)) {
+    if (((why = bc_size_parse(copy, &opts->sweep_min)) != NULL) ||
+        ((why = bc_size_parse(colon + 1, &opts->sweep_max)) != NULL)) {
+        bench_bad_usage("-S %s: %s; expected <min>:<max>, each %s", arg, why,
+                        BC_SIZE_FORMS);
+    }
+    if (opts->sweep_min > opts->sweep_max) {
         bench_bad_usage("-S %s: expected <min>:<max> with 0 < min <= max",
                         arg);
     }
@@ -339,7 +321,6 @@ static void bench_parse_opts(bench_opts_t *opts, int argc, char **argv)
         {"help",     no_argument,       NULL, 'h'},
         {NULL, 0, NULL, 0}
     };
-    uint64_t v;
     char *end;
     int c;
 
@@ -368,29 +349,22 @@ static void bench_parse_opts(bench_opts_t *opts, int argc, char **argv)
             bench_parse_sizes(opts, optarg);
             break;
         case 'n':
-            if ((bench_parse_u64(optarg, &opts->iters) != 0) ||
-                (opts->iters == 0)) {
-                bench_bad_usage("-n %s: expected a positive number", optarg);
-            }
+            opts->iters = bench_parse_num("-n", optarg, 1, UINT64_MAX,
+                                          "a positive number");
             break;
         case 'w':
-            if (bench_parse_u64(optarg, &opts->warmup) != 0) {
-                bench_bad_usage("-w %s: expected a number", optarg);
-            }
+            opts->warmup = bench_parse_num("-w", optarg, 0, UINT64_MAX,
+                                           "a number");
             break;
         case 'O':
-            if ((bench_parse_u64(optarg, &v) != 0) || (v == 0) ||
-                (v > (1u << 20))) {
-                bench_bad_usage("-O %s: expected 1..1048576", optarg);
-            }
-            opts->window = (unsigned)v;
+            opts->window = (unsigned)bench_parse_num("-O", optarg, 1,
+                                                     1u << 20,
+                                                     "1..1048576");
             break;
         case 'b':
-            if ((bench_parse_u64(optarg, &v) != 0) || (v == 0) ||
-                (v > (1u << 24))) {
-                bench_bad_usage("-b %s: expected 1..16777216", optarg);
-            }
-            opts->count = (unsigned)v;
+            opts->count = (unsigned)bench_parse_num("-b", optarg, 1,
+                                                    1u << 24,
+                                                    "1..16777216");
             break;
         case 'm':
             bench_parse_mem(optarg);
@@ -403,11 +377,8 @@ static void bench_parse_opts(bench_opts_t *opts, int argc, char **argv)
             }
             break;
         case 'p':
-            if ((bench_parse_u64(optarg, &v) != 0) || (v == 0) ||
-                (v > 65535)) {
-                bench_bad_usage("-p %s: expected a port 1..65535", optarg);
-            }
-            opts->port = (unsigned)v;
+            opts->port = (unsigned)bench_parse_num("-p", optarg, 1, 65535,
+                                                   "a port 1..65535");
             break;
         case 'S':
             bench_parse_sweep(opts, optarg);
@@ -428,11 +399,9 @@ static void bench_parse_opts(bench_opts_t *opts, int argc, char **argv)
             bench_usage(stdout);
             exit(BENCH_EXIT_OK);
         case OPT_TIMEOUT:
-            if ((bench_parse_u64(optarg, &v) != 0) || (v > 86400)) {
-                bench_bad_usage("--timeout %s: expected seconds, 0..86400",
-                                optarg);
-            }
-            opts->timeout_s = (int)v;
+            opts->timeout_s = (int)bench_parse_num("--timeout", optarg, 0,
+                                                   86400,
+                                                   "seconds, 0..86400");
             break;
         case OPT_MAX_TIME:
             opts->max_time = strtod(optarg, &end);
@@ -831,17 +800,17 @@ static int bench_client_run(bench_side_t *side, const bench_opts_t *opts,
     if (bench_expect(line, "VERIFY") != 0) {
         return BENCH_EXIT_ERROR;
     }
-    if (strcmp(bench_kv(line, "ok") ? bench_kv(line, "ok") : "", "1") != 0) {
+    if (strcmp(bc_kv(line, "ok") ? bc_kv(line, "ok") : "", "1") != 0) {
         fprintf(stderr, "put_bw: verification FAILED on the server: %s\n",
                 bench_msg(line));
         return BENCH_EXIT_CORRUPT;
     }
     if (info->pingpong) {
         /* the server answered with its own verification put into ours */
-        const char *s = bench_kv(line, "seed");
+        const char *s = bc_kv(line, "seed");
         uint64_t sseed;
 
-        if ((s == NULL) || (bench_parse_u64(s, &sseed) != 0)) {
+        if ((s == NULL) || (bc_parse_u64(s, &sseed) != 0)) {
             fprintf(stderr, "put_bw: VERIFY without the server's seed\n");
             return BENCH_EXIT_ERROR;
         }
@@ -899,9 +868,9 @@ static int bench_client(bench_opts_t *opts)
         (bench_expect(line, "OK") != 0)) {
         goto out;
     }
-    v = bench_kv(line, "target");
-    if ((v == NULL) || (bench_parse_u64(v, &side.peer_target) != 0) ||
-        ((v = bench_kv(line, "engine")) == NULL)) {
+    v = bc_kv(line, "target");
+    if ((v == NULL) || (bc_parse_u64(v, &side.peer_target) != 0) ||
+        ((v = bc_kv(line, "engine")) == NULL)) {
         fprintf(stderr, "put_bw: malformed answer from the server: %.80s\n",
                 line);
         goto out;
@@ -940,7 +909,7 @@ static int bench_server_hello(bench_side_t *side, bench_opts_t *opts,
     const char *s;
 
     if ((bench_expect(line, "HELLO") != 0) ||
-        ((s = bench_kv(line, "v")) == NULL) || (bench_parse_u64(s, &v) != 0)) {
+        ((s = bc_kv(line, "v")) == NULL) || (bc_parse_u64(s, &v) != 0)) {
         return -1;
     }
     if (v != BENCH_PROTO_VERSION) {
@@ -951,23 +920,23 @@ static int bench_server_hello(bench_side_t *side, bench_opts_t *opts,
                 ", this server %d\n", v, BENCH_PROTO_VERSION);
         return -1;
     }
-    if (((s = bench_kv(line, "test")) == NULL) ||
+    if (((s = bc_kv(line, "test")) == NULL) ||
         (bench_test_by_name(s, &opts->test) != 0) ||
-        ((s = bench_kv(line, "window")) == NULL) ||
-        (bench_parse_u64(s, &window) != 0) || (window == 0) ||
-        ((s = bench_kv(line, "len")) == NULL) ||
-        (bench_parse_u64(s, &len) != 0) || (len == 0) ||
-        ((s = bench_kv(line, "descs")) == NULL) ||
-        (bench_parse_u64(s, &descs) != 0) ||
-        ((s = bench_kv(line, "first")) == NULL) ||
-        (bench_parse_u64(s, &msg_first) != 0) ||
-        ((s = bench_kv(line, "last")) == NULL) ||
-        (bench_parse_u64(s, &msg_last) != 0) ||
-        ((s = bench_kv(line, "target")) == NULL) ||
-        (bench_parse_u64(s, &side->peer_target) != 0) ||
-        (((s = bench_kv(line, "mem")) != NULL) &&   /* -m of the client */
+        ((s = bc_kv(line, "window")) == NULL) ||
+        (bc_parse_u64(s, &window) != 0) || (window == 0) ||
+        ((s = bc_kv(line, "len")) == NULL) ||
+        (bc_parse_u64(s, &len) != 0) || (len == 0) ||
+        ((s = bc_kv(line, "descs")) == NULL) ||
+        (bc_parse_u64(s, &descs) != 0) ||
+        ((s = bc_kv(line, "first")) == NULL) ||
+        (bc_parse_u64(s, &msg_first) != 0) ||
+        ((s = bc_kv(line, "last")) == NULL) ||
+        (bc_parse_u64(s, &msg_last) != 0) ||
+        ((s = bc_kv(line, "target")) == NULL) ||
+        (bc_parse_u64(s, &side->peer_target) != 0) ||
+        (((s = bc_kv(line, "mem")) != NULL) &&   /* -m of the client */
          (bench_mem_parse(s) != 0)) ||
-        ((s = bench_kv(line, "engine")) == NULL) ||
+        ((s = bc_kv(line, "engine")) == NULL) ||
         (strlen(s) >= client_engine_len)) {
         bench_oob_send(side->oob_fd, "ERR msg=malformed HELLO\n");
         fprintf(stderr, "put_bw: malformed HELLO from the client: %.120s\n",
@@ -975,7 +944,7 @@ static int bench_server_hello(bench_side_t *side, bench_opts_t *opts,
         return -1;
     }
     snprintf(client_engine, client_engine_len, "%s", s);
-    s = bench_kv(line, "alloc");
+    s = bc_kv(line, "alloc");
     opts->alloc_mmap = (s != NULL) && !strcmp(s, "mmap");
     opts->window     = (unsigned)window;
     first->num_descs = descs;
@@ -998,14 +967,15 @@ static int bench_server_prepare(bench_side_t *side, const bench_opts_t *opts,
 
     *run_opts = *opts;
     run_opts->sizes = NULL;
-    if (((s = bench_kv(line, "sizes")) == NULL) ||
-        (bench_sizes_parse(s, &run_opts->sizes, &run_opts->num_sizes) != 0)) {
+    if (((s = bc_kv(line, "sizes")) == NULL) ||
+        (bench_sizes_parse(s, &run_opts->sizes, &run_opts->num_sizes, NULL,
+                           0) != 0)) {
         goto bad;
     }
-    if (((s = bench_kv(line, "count")) == NULL) ||
-        (bench_parse_u64(s, &count) != 0) || (count == 0) ||
-        ((s = bench_kv(line, "seed")) == NULL) ||
-        (bench_parse_u64(s, seed) != 0)) {
+    if (((s = bc_kv(line, "count")) == NULL) ||
+        (bc_parse_u64(s, &count) != 0) || (count == 0) ||
+        ((s = bc_kv(line, "seed")) == NULL) ||
+        (bc_parse_u64(s, seed) != 0)) {
         goto bad;
     }
     for (i = 0; i < run_opts->num_sizes; ++i) {
@@ -1043,7 +1013,7 @@ static int bench_server_verify(bench_side_t *side, const bench_opts_t *opts,
     if (bench_expect(line, "END") != 0) {
         return BENCH_EXIT_ERROR;
     }
-    s = bench_kv(line, "ok");
+    s = bc_kv(line, "ok");
     if ((s == NULL) || strcmp(s, "1")) {
         /* the client has given up and says why; nothing to answer */
         fprintf(stderr, "put_bw: verification FAILED on the client: %s\n",
@@ -1054,8 +1024,8 @@ static int bench_server_verify(bench_side_t *side, const bench_opts_t *opts,
         return (bench_oob_send(side->oob_fd, "VERIFY ok=1\n") == 0) ?
                BENCH_EXIT_OK : BENCH_EXIT_ERROR;
     }
-    if (((s = bench_kv(line, "seed")) == NULL) ||
-        (bench_parse_u64(s, &seed) != 0)) {
+    if (((s = bc_kv(line, "seed")) == NULL) ||
+        (bc_parse_u64(s, &seed) != 0)) {
         fprintf(stderr, "put_bw: END without a seed\n");
         return BENCH_EXIT_ERROR;
     }

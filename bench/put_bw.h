@@ -11,6 +11,8 @@
 #ifndef HIXL_BENCH_PUT_BW_H_
 #define HIXL_BENCH_PUT_BW_H_
 
+#include "common/line.h"
+
 #include <hixl/hixl.h>
 
 #include <stddef.h>
@@ -110,9 +112,6 @@ static inline uint8_t *bench_local(const bench_side_t *s)
 }
 
 /* ---- put_bw_oob.c ---- */
-/* Progress callback run while waiting on the socket (NULL: none). */
-typedef void (*bench_progress_fn_t)(void *arg);
-
 int  bench_oob_listen(const bench_opts_t *opts, int *listen_fd_p);
 int  bench_oob_accept(int listen_fd, int timeout_s, int quiet, int *fd_p);
 int  bench_oob_connect(const bench_opts_t *opts, int *fd_p);
@@ -120,18 +119,16 @@ int  bench_oob_connect(const bench_opts_t *opts, int *fd_p);
 int  bench_oob_local_host(int fd, char *buf, size_t len);
 int  bench_oob_send(int fd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* Receive one line (without '\n') into a static buffer.  timeout_s < 0
+/* Receive one line (without '\n') into a static buffer.  timeout_s <= 0
  * waits forever; progress, when given, runs between socket polls. */
-int  bench_oob_recv(int fd, int timeout_s, bench_progress_fn_t progress,
+int  bench_oob_recv(int fd, int timeout_s, bc_progress_fn_t progress,
                     void *arg, char **line_p);
 /* Non-blocking: 1 when a whole line is waiting (then recv returns it at
  * once), 0 when not, -1 when the peer closed or the socket failed. */
 int  bench_oob_ready(int fd);
-/* Value of "key=" in a line of space-separated key=value words (a static
- * copy), or NULL. */
-const char *bench_kv(const char *line, const char *key);
 
 /* ---- put_bw_loop.c ---- */
+/* bench/common's pattern, through the runtime for device memory (-m). */
 void bench_pattern_fill(uint8_t *buf, size_t len, uint64_t seed);
 /* 0 when buf holds the pattern; otherwise -1 with a description in msg. */
 int  bench_pattern_check(const uint8_t *buf, size_t len, uint64_t seed,
@@ -196,7 +193,6 @@ typedef struct bench_stats {
 void     bench_clock_init(void);
 uint64_t bench_ticks(void);
 double   bench_ticks_per_sec(void);
-double   bench_time(void);
 
 void bench_stats_start(bench_stats_t *st, const bench_opts_t *opts,
                        const bench_run_t *run);

@@ -19,7 +19,7 @@
  *
  * Nothing is checked in the timed loops.  After each measurement one more
  * transfer carries a fresh pattern and the receiving side compares every
- * byte (bench_pattern_*): the program exits 3 on a mismatch.
+ * byte (bench/common's pattern): the program exits 3 on a mismatch.
  *
  * Progress: the engines run without a progress thread (hixl.ProgressThread
  * 0), so every loop drives them itself, as ucx_perftest's loops call
@@ -28,6 +28,8 @@
  */
 #include "config.h"
 #include "put_bw.h"
+#include "common/clock.h"
+#include "common/pattern.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,71 +50,29 @@ typedef struct bench_ring {
 
 /* ---- data patterns ------------------------------------------------------- */
 
-static inline uint64_t bench_pattern_word(uint64_t index, uint64_t seed)
-{
-    uint64_t x = (index + 1) * 0x9e3779b97f4a7c15ull ^ seed;
-
-    x ^= x >> 31;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 27;
-    return x;
-}
-
 void bench_pattern_fill(uint8_t *buf, size_t len, uint64_t seed)
 {
-    size_t words = len / 8, i;
-    uint64_t w;
-
     if (bench_mem_is_device(buf)) {   /* -m ascend: through the runtime */
         bench_mem_dev_fill(buf, len, seed);
         return;
     }
-
-    for (i = 0; i < words; ++i) {
-        w = bench_pattern_word(i, seed);
-        memcpy(buf + i * 8, &w, 8);
-    }
-    if (len % 8) {
-        w = bench_pattern_word(words, seed);
-        memcpy(buf + words * 8, &w, len % 8);
-    }
+    bc_pattern_fill(buf, len, seed);
 }
 
 int bench_pattern_check(const uint8_t *buf, size_t len, uint64_t seed,
                         char *msg, size_t msg_len)
 {
-    uint8_t expect[8];
-    size_t i, j, n, bad = 0;
-    uint64_t w;
+    bc_pattern_diff_t diff;
 
     if (bench_mem_is_device(buf)) {
         return bench_mem_dev_check(buf, len, seed, msg, msg_len);
     }
-
-    for (i = 0; i < len; i += 8) {
-        w = bench_pattern_word(i / 8, seed);
-        memcpy(expect, &w, 8);
-        n = (len - i < 8) ? len - i : 8;
-        if (memcmp(buf + i, expect, n) == 0) {
-            continue;
-        }
-        for (j = 0; j < n; ++j) {
-            if (buf[i + j] != expect[j]) {
-                if (bad == 0) {
-                    snprintf(msg, msg_len, "byte %zu of %zu is 0x%02x, "
-                             "expected 0x%02x", i + j, len, buf[i + j],
-                             expect[j]);
-                }
-                ++bad;
-            }
-        }
-    }
-    if (bad == 0) {
+    if (bc_pattern_check(buf, len, seed, &diff) == 0) {
         return 0;
     }
-    n = strlen(msg);
-    snprintf(msg + n, msg_len - n, " (%zu bad byte%s)", bad,
-             (bad == 1) ? "" : "s");
+    snprintf(msg, msg_len, "byte %zu of %zu is 0x%02x, expected 0x%02x "
+             "(%zu bad byte%s)", diff.first, len, diff.got, diff.want,
+             diff.bad, (diff.bad == 1) ? "" : "s");
     return -1;
 }
 
@@ -205,6 +165,27 @@ static inline int bench_poll_oldest(bench_side_t *side, bench_ring_t *ring)
     return -1;
 }
 
+/* A free slot in the window: the oldest request polled until it is done. */
+static inline int bench_wait_room(bench_side_t *side, bench_ring_t *ring)
+{
+    while (ring->inflight == ring->size) {
+        if (bench_poll_oldest(side, ring) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Post the next transfer as soon as the window has room for it. */
+static inline int bench_post_next(bench_side_t *side, bench_ring_t *ring,
+                                  hixl_transfer_op_t op)
+{
+    if (bench_wait_room(side, ring) != 0) {
+        return -1;
+    }
+    return bench_post(side, ring, op);
+}
+
 static int bench_drain(bench_side_t *side, bench_ring_t *ring)
 {
     while (ring->inflight > 0) {
@@ -249,8 +230,8 @@ static int bench_wait_check(bench_side_t *side, double *deadline,
         return 0;
     }
     if (*deadline == 0) {
-        *deadline = bench_time() + side->timeout_s;
-    } else if (bench_time() > *deadline) {
+        *deadline = bc_now_s() + side->timeout_s;
+    } else if (bc_now_s() > *deadline) {
         fprintf(stderr, "put_bw: %s: no answer from the peer for %d s; "
                 "giving up (--timeout changes the wait)\n", what,
                 side->timeout_s);
@@ -266,18 +247,13 @@ static int bench_client_stream(bench_side_t *side, const bench_opts_t *opts,
                                bench_ring_t *ring, hixl_transfer_op_t op)
 {
     uint64_t i, end_tick = UINT64_MAX;
-    double warm_end = bench_time() + BENCH_WARMUP_TIME;
+    double warm_end = bc_now_s() + BENCH_WARMUP_TIME;
 
     for (i = 0; i < opts->warmup; ++i) {
-        while (ring->inflight == ring->size) {
-            if (bench_poll_oldest(side, ring) < 0) {
-                return -1;
-            }
-        }
-        if (bench_post(side, ring, op) != 0) {
+        if (bench_post_next(side, ring, op) != 0) {
             return -1;
         }
-        if (((i & 15) == 0) && (bench_time() > warm_end)) {
+        if (((i & 15) == 0) && (bc_now_s() > warm_end)) {
             break;
         }
     }
@@ -291,12 +267,7 @@ static int bench_client_stream(bench_side_t *side, const bench_opts_t *opts,
                    (uint64_t)(opts->max_time * bench_ticks_per_sec());
     }
     for (i = 0; i < opts->iters; ++i) {
-        while (ring->inflight == ring->size) {
-            if (bench_poll_oldest(side, ring) < 0) {
-                return -1;
-            }
-        }
-        if (bench_post(side, ring, op) != 0) {
+        if (bench_post_next(side, ring, op) != 0) {
             return -1;
         }
         bench_stats_update(stats, run->msg_size);
@@ -350,7 +321,7 @@ static int bench_client_pingpong(bench_side_t *side, const bench_opts_t *opts,
     volatile uint8_t *tx = bench_local(side) + run->msg_size - 1;
     const volatile uint8_t *rx = bench_target(side) + run->msg_size - 1;
     uint64_t i, end_tick = UINT64_MAX, total = opts->warmup + opts->iters;
-    double warm_end = bench_time() + BENCH_WARMUP_TIME;
+    double warm_end = bc_now_s() + BENCH_WARMUP_TIME;
     int measuring = (opts->warmup == 0);
     uint8_t sn;
 
@@ -359,10 +330,8 @@ static int bench_client_pingpong(bench_side_t *side, const bench_opts_t *opts,
     }
     for (i = 0; i < total; ++i) {
         sn = (uint8_t)(1 + (i % BENCH_SN_CYCLE));
-        while (ring->inflight == ring->size) {
-            if (bench_poll_oldest(side, ring) < 0) {
-                return -1;
-            }
+        if (bench_wait_room(side, ring) != 0) {
+            return -1;
         }
         *tx = sn;
         if (bench_post(side, ring, HIXL_WRITE) != 0) {
@@ -376,7 +345,7 @@ static int bench_client_pingpong(bench_side_t *side, const bench_opts_t *opts,
             if (stats->prev_tick > end_tick) {
                 break;
             }
-        } else if ((i + 1 >= opts->warmup) || (bench_time() > warm_end)) {
+        } else if ((i + 1 >= opts->warmup) || (bc_now_s() > warm_end)) {
             /* the measurement starts with the next round trip; sn keeps
              * counting, so the server need not know */
             measuring = 1;
@@ -431,11 +400,9 @@ static int bench_server_pingpong(bench_side_t *side, const bench_opts_t *opts,
         if (rc <= 0) {
             break;
         }
-        while (ring.inflight == ring.size) {
-            if (bench_poll_oldest(side, &ring) < 0) {
-                rc = -1;
-                goto out;
-            }
+        if (bench_wait_room(side, &ring) != 0) {
+            rc = -1;
+            goto out;
         }
         *tx = sn;
         if (bench_post(side, &ring, HIXL_WRITE) != 0) {

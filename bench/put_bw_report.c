@@ -17,11 +17,12 @@
  */
 #include "config.h"
 #include "put_bw.h"
+#include "common/clock.h"
+#include "common/stats.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
@@ -30,24 +31,13 @@
 
 static double bench_tick_rate = 1e9;   /* ticks per second */
 
-double bench_time(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 uint64_t bench_ticks(void)
 {
 #ifdef BENCH_HAVE_TSC
     /* per-iteration stamps: the TSC, as ucx_perftest's ucs_get_time() */
     return __rdtsc();
 #else
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return bc_now_ns();
 #endif
 }
 
@@ -62,10 +52,10 @@ void bench_clock_init(void)
     double t0, t1;
     uint64_t c0, c1;
 
-    t0 = bench_time();
+    t0 = bc_now_s();
     c0 = bench_ticks();
     do {
-        t1 = bench_time();
+        t1 = bc_now_s();
     } while (t1 - t0 < 0.02);
     c1 = bench_ticks();
     bench_tick_rate = (double)(c1 - c0) / (t1 - t0);
@@ -81,18 +71,11 @@ void bench_stats_start(bench_stats_t *st, const bench_opts_t *opts,
     st->factor         = bench_tests[opts->test].pingpong ? 2.0 : 1.0;
     st->interval_ticks = (uint64_t)(opts->report_interval *
                                     bench_ticks_per_sec());
-    st->start          = bench_time();
+    st->start          = bc_now_s();
     st->cur.time       = st->start;
     st->prev.time      = st->start;
     st->prev_tick      = bench_ticks();
     st->report_tick    = st->prev_tick;
-}
-
-static int bench_cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t*)a, y = *(const uint64_t*)b;
-
-    return (x > y) - (x < y);
 }
 
 static double bench_percentile(const bench_stats_t *st)
@@ -100,17 +83,12 @@ static double bench_percentile(const bench_stats_t *st)
     uint64_t sorted[BENCH_TIMING_QUEUE];
     size_t n = (st->cur.iters < BENCH_TIMING_QUEUE) ? st->cur.iters :
                BENCH_TIMING_QUEUE;
-    size_t idx;
 
-    if (n == 0) {
-        return 0.0;
-    }
     /* the ring fills from index 0, so the first n entries are the valid ones
      * until it wraps, and all of them after */
     memcpy(sorted, st->queue, n * sizeof(*sorted));
-    qsort(sorted, n, sizeof(*sorted), bench_cmp_u64);
-    idx = (size_t)((double)(n - 1) * (st->opts->percentile / 100.0));
-    return (double)sorted[idx] / bench_ticks_per_sec();
+    return (double)bc_percentile_floor_u64(sorted, n, st->opts->percentile) /
+           bench_ticks_per_sec();
 }
 
 void bench_stats_report(bench_stats_t *st, int final)
@@ -120,7 +98,7 @@ void bench_stats_report(bench_stats_t *st, int final)
     double dt, dt_all, f = st->factor;
     uint64_t di;
 
-    st->cur.time = bench_time();
+    st->cur.time = bc_now_s();
     dt     = st->cur.time - st->prev.time;
     dt_all = st->cur.time - st->start;
     di     = st->cur.iters - st->prev.iters;
