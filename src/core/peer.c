@@ -5,6 +5,7 @@
 #include "config.h"
 #include "core/peer.h"
 #include "core/engine.h"
+#include "util/debug.h"
 #include "util/log.h"
 
 #include <inttypes.h>
@@ -28,6 +29,7 @@ hixl_peer_t *hixl_peer_create(hixl_engine_t *engine, int fd, int outgoing)
     hixl_peer_table_t *t = &engine->peers;
     hixl_peer_t *peer    = calloc(1, sizeof(*peer));
 
+    hixl_assert_locked(&engine->lock);
     if (peer == NULL) {
         hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for a peer");
         return NULL;
@@ -90,17 +92,24 @@ hixl_status_t hixl_peer_accepted(hixl_engine_t *engine, hixl_peer_t *peer)
 
 void hixl_peer_retain(hixl_peer_t *peer)
 {
-    atomic_fetch_add(&peer->refcount, 1);
+    unsigned before = atomic_fetch_add(&peer->refcount, 1);
+
+    hixl_assert(before >= 1);   /* a peer is never revived */
+    (void)before;
 }
 
 void hixl_peer_release(hixl_peer_t *peer)
 {
     hixl_peer_table_t *t;
     unsigned i;
+    unsigned before = atomic_fetch_sub(&peer->refcount, 1);
 
-    if (atomic_fetch_sub(&peer->refcount, 1) != 1) {
+    hixl_assert(before >= 1);
+    if (before != 1) {
         return;
     }
+    hixl_assert(peer->state == HIXL_PEER_CLOSED);   /* closing holds one */
+    hixl_assert(atomic_load(&peer->inflight) == 0);
     /* closed before its last reference went: nothing of UCX is left */
     t = &peer->engine->peers;
     for (i = t->nhooks; i-- > 0;) {
@@ -132,6 +141,7 @@ void hixl_peer_close(hixl_engine_t *engine, hixl_peer_t *peer,
     va_list ap;
     unsigned i;
 
+    hixl_assert_locked(&engine->lock);
     if (peer->state == HIXL_PEER_CLOSED) {
         return;
     }

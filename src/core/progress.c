@@ -5,6 +5,7 @@
 #include "config.h"
 #include "core/progress.h"
 #include "core/engine.h"
+#include "util/debug.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -280,6 +281,9 @@ void hixl_progress_urgent(hixl_engine_t *engine)
 #define HIXL_SPIN_MIN_NS   5000ull      /* 5 us */
 #define HIXL_SPIN_WAKE_NS  20000ull     /* what a sleep and wake-up cost */
 #define HIXL_BUSY_NAP_MS   1            /* longest sleep with work in flight */
+/* longest sleep with nothing in flight: a socket or UCX event wakes the
+ * thread sooner; periodic work needs it at least this often */
+#define HIXL_IDLE_NAP_MS   100
 
 static uint64_t hixl_progress_spin_ns(const hixl_progress_t *p, int busy,
                                       uint64_t idle_spin_ns)
@@ -310,7 +314,8 @@ static void *hixl_progress_main(void *arg)
 {
     hixl_engine_t *engine = arg;
     hixl_progress_t *p    = &engine->progress;
-    uint64_t idle_spin_ns = (uint64_t)engine->opts.progress_spin_us * 1000ull;
+    uint64_t idle_spin_ns = (uint64_t)engine->opts.progress_spin_us *
+                            HIXL_NS_PER_US;
     uint64_t last_active  = hixl_now_ns(), now;
     ucs_status_t ustatus;
     unsigned n = 0, kicks;
@@ -350,7 +355,7 @@ static void *hixl_progress_main(void *arg)
         if (!atomic_load(&p->stop)) {
             hixl_poll_control(engine, (p->worker_efd < 0) ? 1 :
                               (atomic_load(&p->busy) > 0) ? HIXL_BUSY_NAP_MS :
-                              100);
+                              HIXL_IDLE_NAP_MS);
         }
         atomic_store(&p->sleeping, 0);
         now = hixl_now_ns();
@@ -390,12 +395,17 @@ void hixl_progress_stop(hixl_engine_t *engine)
 
 /* ---- waiting ------------------------------------------------------------------ */
 
+/* Longest sleep of a waiter between checks of its condition: state changes
+ * broadcast engine->cond, UCX completions do not. */
+#define HIXL_WAIT_SLICE_NS HIXL_NS_PER_MS
+
 int hixl_engine_wait(hixl_engine_t *engine, uint64_t deadline_ns,
                      int (*pred)(void *arg), void *arg)
 {
     struct timespec ts;
     uint64_t now, wake;
 
+    hixl_assert_locked(&engine->lock);   /* the condition variable's mutex */
     while (!pred(arg)) {
         now = hixl_now_ns();
         if (now >= deadline_ns) {
@@ -407,9 +417,7 @@ int hixl_engine_wait(hixl_engine_t *engine, uint64_t deadline_ns,
             pthread_mutex_lock(&engine->lock);
             continue;
         }
-        /* State changes broadcast engine->cond; the 1 ms slice bounds the
-         * wait for conditions nobody broadcasts (UCX completions). */
-        wake = now + 1000000ull;
+        wake = now + HIXL_WAIT_SLICE_NS;
         if (wake > deadline_ns) {
             wake = deadline_ns;
         }

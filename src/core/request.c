@@ -7,6 +7,7 @@
 #include "core/engine.h"
 #include "core/peer.h"
 #include "util/clock.h"
+#include "util/debug.h"
 #include "util/handle.h"
 #include "util/log.h"
 
@@ -15,6 +16,10 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Bounds of one sleep of hixl_req_sleep. */
+#define HIXL_REQ_SLEEP_MIN_NS HIXL_NS_PER_MS
+#define HIXL_REQ_SLEEP_MAX_NS HIXL_NS_PER_S
 
 /* ---- the pool ------------------------------------------------------------ */
 
@@ -89,6 +94,7 @@ hixl_request_t *hixl_req_get(hixl_req_pool_t *pool, hixl_engine_t *engine)
     }
     pool->hot = req->next_free;
 got:
+    hixl_assert(atomic_load(&req->state) == HIXL_REQ_FREE);
 
     /* nobody else sees the slot before the transfer is posted (UCX's own
      * synchronisation publishes it to its callbacks): relaxed stores */
@@ -117,6 +123,7 @@ void hixl_req_put(hixl_req_pool_t *pool, hixl_request_t *req)
 {
     hixl_request_t *head;
 
+    hixl_assert(atomic_load(&req->state) != HIXL_REQ_FREE);   /* no double put */
     free(req->notify_name);
     free(req->notify_msg);
     req->notify_name = NULL;
@@ -199,6 +206,7 @@ void hixl_req_fail(hixl_request_t *req, hixl_status_t status,
 
 void hixl_req_inflight(hixl_request_t *req)
 {
+    hixl_assert(atomic_load(&req->state) == HIXL_REQ_ACTIVE);
     hixl_peer_retain(req->peer);
     atomic_fetch_add(&req->peer->inflight, 1);
     atomic_fetch_add(&req->engine->progress.busy, 1);
@@ -220,12 +228,17 @@ void hixl_req_complete_one(hixl_request_t *req)
 {
     hixl_engine_t *engine = req->engine;
     unsigned expected     = HIXL_REQ_ACTIVE;
+    unsigned before       = atomic_fetch_sub(&req->pending, 1);
 
-    if (atomic_fetch_sub(&req->pending, 1) != 1) {
+    hixl_assert(before >= 1);   /* one completion per hold */
+    if (before != 1) {
         return;
     }
-    atomic_fetch_sub(&req->peer->inflight, 1);
-    atomic_fetch_sub(&engine->progress.busy, 1);
+    before = atomic_fetch_sub(&req->peer->inflight, 1);
+    hixl_assert(before >= 1);
+    before = atomic_fetch_sub(&engine->progress.busy, 1);
+    hixl_assert(before >= 1);
+    (void)before;
     if (atomic_compare_exchange_strong(&req->state, &expected,
                                        HIXL_REQ_DONE)) {
         hixl_req_wake(&engine->reqs);
@@ -239,7 +252,10 @@ void hixl_req_data_done(hixl_request_t *req)
 {
     /* the last data-bearing completion (endpoint flush, device copies,
      * staged chunks) runs after_data: the notify must not overtake them */
-    if ((atomic_fetch_sub(&req->data_pending, 1) == 1) &&
+    unsigned before = atomic_fetch_sub(&req->data_pending, 1);
+
+    hixl_assert(before >= 1);
+    if ((before == 1) &&
         (req->after_data != NULL) &&
         (atomic_load(&req->status) == HIXL_SUCCESS)) {
         req->after_data(req);
@@ -267,6 +283,7 @@ hixl_status_t hixl_req_report(hixl_request_t *req,
 {
     hixl_status_t status = (hixl_status_t)atomic_load(&req->status);
 
+    hixl_assert(atomic_load(&req->state) == HIXL_REQ_DONE);
     if (status == HIXL_SUCCESS) {
         *status_p = HIXL_TRANSFER_COMPLETED;
     } else {
@@ -303,13 +320,14 @@ void hixl_req_sleep(hixl_req_pool_t *pool, hixl_request_t *req,
     atomic_fetch_add(&pool->done_waiters, 1);
     if (atomic_load(&req->state) != HIXL_REQ_DONE) {
         /* the deadline may be on the coarse clock, which lags by up to a
-         * tick: past it, sleep in 1 ms slices until it expires */
+         * tick: past it, sleep in short slices until it expires; a long
+         * sleep wakes now and then (the caller re-checks its request) */
         now  = hixl_now_ns();
         wake = deadline_ns;
-        if ((wake == UINT64_MAX) || (wake > now + 1000000000ull)) {
-            wake = now + 1000000000ull;
-        } else if (wake < now + 1000000ull) {
-            wake = now + 1000000ull;
+        if ((wake == UINT64_MAX) || (wake > now + HIXL_REQ_SLEEP_MAX_NS)) {
+            wake = now + HIXL_REQ_SLEEP_MAX_NS;
+        } else if (wake < now + HIXL_REQ_SLEEP_MIN_NS) {
+            wake = now + HIXL_REQ_SLEEP_MIN_NS;
         }
         hixl_timespec_at(&ts, wake);
         pthread_cond_timedwait(&pool->done_cond, &pool->done_lock, &ts);

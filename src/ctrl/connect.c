@@ -11,6 +11,7 @@
 #include "core/ucx_tls.h"
 #include "util/args.h"
 #include "util/clock.h"
+#include "util/debug.h"
 #include "util/log.h"
 
 #include <errno.h>
@@ -135,8 +136,8 @@ static int hixl_on_hello_ack(hixl_engine_t *engine, hixl_peer_t *peer,
         hixl_log_warn("connected to %s, which calls itself %.*s", peer->name,
                       (int)name->len, (const char*)name->ptr);
     }
-    peer->remote_max_streams = msg->u.hello_ack.max_streams;
-    peer->remote_max_layers  = msg->u.hello_ack.max_layers;
+    peer->hs->remote_max_streams = msg->u.hello_ack.max_streams;
+    peer->hs->remote_max_layers  = msg->u.hello_ack.max_layers;
     peer->same_host = (host->len == strlen(engine->host_id)) &&
                       !memcmp(host->ptr, engine->host_id, host->len);
     peer->conn_id   = msg->u.hello_ack.conn;
@@ -295,7 +296,7 @@ static hixl_status_t hixl_connect_run(hixl_engine_t *engine, hixl_peer_t *peer,
     }
     status = hixl_connect_wire_up(engine, peer, deadline);
     if (status == HIXL_SUCCESS) {
-        peer->app_owned = 1;
+        peer->hs->app_owned = 1;
         hixl_ended_forget(&engine->ctrl->ended, peer->name, 1);
         hixl_log_info("connected to %s (%zu remote regions)", peer->name,
                       peer->rtab.count);
@@ -312,6 +313,7 @@ hixl_status_t hixl_connect_locked(hixl_engine_t *engine, const char *remote,
     hixl_status_t status;
     int fd;
 
+    hixl_assert_locked(&engine->lock);
     status = hixl_name_parse(remote, &name);
     if (status != HIXL_SUCCESS) {
         return status;
