@@ -4,7 +4,7 @@
  * use beyond the public API.  They are compiled against include/ and this
  * file only, so that they stay what they claim to be, layers over the
  * public API (a make check step enforces it); these few services are
- * implemented in util/compat_support.c and hidden from the library's users.
+ * implemented in compat/compat_support.c and hidden from the library's users.
  */
 #ifndef HIXL_COMPAT_COMPAT_H_
 #define HIXL_COMPAT_COMPAT_H_

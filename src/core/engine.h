@@ -62,7 +62,6 @@ struct hixl_engine {
     hixl_req_pool_t    reqs;
     hixl_peer_table_t  peers;
     hixl_mem_table_t   mem;
-    uint64_t           next_token;    /* SYNC tokens */
     /* what UCX callbacks and the library's message handlers look up
      * (channels, served connections, the region index): they may not take
      * engine->lock; writers hold both */
@@ -83,6 +82,7 @@ struct hixl_engine {
     struct hixl_workq     *prefaulter;    /* ops/mem_prefault.c */
     struct hixl_workq     *copier;    /* ops/copier.c */
     struct hixl_notifies  *notifies;  /* ops/notify.c */
+    struct hixl_memory    *memory;    /* ops/memory.c */
     struct hixl_layers    *layers;    /* ops/layer_wait.c */
     struct hixl_async     *async;     /* ops/connect_async.c */
 };

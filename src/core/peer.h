@@ -64,9 +64,6 @@ struct hixl_peer {
     int                   outgoing;
     int                   same_host;    /* the other engine is on this host */
     hixl_peer_state_t     state;
-    /* the application saw this connection up and has not disconnected it:
-     * if it ends otherwise, its hixl_disconnect() is owed (ctrl/) */
-    int                   app_owned;
     hixl_status_t         close_status;
     hixl_peer_end_t       end;          /* set before hixl_peer_close */
     char                  close_reason[256];
@@ -88,15 +85,11 @@ struct hixl_peer {
                                            (core/ep_retire.h), or 0 */
     hixl_rtable_t         rtab;         /* outgoing: the peer's regions */
     atomic_uint           inflight;     /* transfers in flight to it */
-    /* what the other engine announced in the handshake */
-    uint32_t              remote_max_streams;
-    uint32_t              remote_max_layers;
-    /* protocol counters of the modules above (plain values) */
-    uint64_t              sync_acked;   /* highest SYNC_ACK token seen */
-    uint64_t              next_seq;     /* notify sequence numbers */
     /* per-module state, owned by the module (see the hooks) */
-    struct hixl_handshake *hs;          /* ctrl/: until the handshake ends */
-    struct hixl_notify_waiter *notify_waiters;   /* ops/notify.c */
+    struct hixl_handshake *hs;          /* ctrl/: the handshake and what it
+                                           settled (ctrl/ctrl.h) */
+    struct hixl_notify_peer *notify;    /* ops/notify.c, once READY */
+    struct hixl_mem_peer  *mem;         /* ops/memory.c, once READY */
     struct hixl_layer_out *layer_out;   /* ops/: layers flushed to it */
     struct hixl_layer_source *layer_in; /* ops/: its signals to us */
 };

@@ -271,7 +271,7 @@ static int hixl_handshake_accept(hixl_engine_t *engine, hixl_peer_t *peer)
         return hixl_refuse_hello(engine, peer, HIXL_RESOURCE_EXHAUSTED,
                                  reason);
     }
-    peer->app_owned = 1;
+    hs->app_owned = 1;
     hixl_ended_forget(&engine->ctrl->ended, peer->name, 0);
     hixl_conn_expect(&peer->conn, 0);   /* known now: every message */
 

@@ -80,7 +80,8 @@ static void hixl_ctrl_peer_closing(hixl_engine_t *engine, hixl_peer_t *peer)
                             peer->hs->resume : NULL;
     ctrl_msg_t bye;
 
-    hixl_ended_record(&engine->ctrl->ended, peer, peer->app_owned, resume);
+    hixl_ended_record(&engine->ctrl->ended, peer,
+                      (peer->hs != NULL) && peer->hs->app_owned, resume);
     memset(&bye, 0, sizeof(bye));
     bye.type         = CTRL_BYE;
     bye.u.bye.status = (uint32_t)peer->close_status;

@@ -53,10 +53,11 @@ typedef enum hixl_auth_state {
     HIXL_AUTH_DONE
 } hixl_auth_state_t;
 
-/* A peer's handshake record (peer->hs, for the peer's life): what an
- * accepted peer claimed in HELLO, kept until it has authenticated, both
- * sides' nonces, and the connection's resume token (the one this listener
- * issued, or the one a connector was issued). */
+/* The control layer's record of a peer (peer->hs, for the peer's life):
+ * what an accepted peer claimed in HELLO, kept until it has authenticated,
+ * both sides' nonces, the connection's resume token (the one this
+ * listener issued, or the one a connector was issued), what the handshake
+ * settled, and whether the application owns the connection. */
 struct hixl_handshake {
     uint64_t deadline_ns;
     char     claimed[HIXL_ENGINE_NAME_MAX + 1];
@@ -68,6 +69,13 @@ struct hixl_handshake {
     uint8_t  resume[HIXL_RESUME_LEN];
     int      has_resume;
     int      same_host;    /* listener: the connector said our host id */
+    /* connector: the listener's limits, announced in HELLO_ACK (layer
+     * signals it accepts: ops/layer_flush.c) */
+    uint32_t remote_max_streams;
+    uint32_t remote_max_layers;
+    /* the application saw this connection up and has not disconnected it:
+     * if it ends otherwise, its hixl_disconnect() is owed (peer_ended.h) */
+    int      app_owned;
 };
 
 struct hixl_ctrl {

@@ -27,6 +27,7 @@
  */
 #include "config.h"
 #include "ops/layer.h"
+#include "ctrl/ctrl.h"
 #include "ctrl/dispatch.h"
 #include "device/device.h"
 #include "util/args.h"
@@ -108,28 +109,28 @@ static hixl_status_t hixl_layer_claim(hixl_peer_t *peer, uint32_t stream,
 {
     struct hixl_layer_out *out;
 
-    if ((stream >= peer->remote_max_streams) ||
-        (layer >= peer->remote_max_layers)) {
+    if ((stream >= peer->hs->remote_max_streams) ||
+        (layer >= peer->hs->remote_max_layers)) {
         return hixl_error(HIXL_PARAM_INVALID, "%s %u is out of range: %s "
                           "accepts streams 0..%u and layers 0..%u (its "
                           "hixl.MaxStreams / hixl.MaxLayers)",
-                          (stream >= peer->remote_max_streams) ? "stream" :
-                          "layer", (stream >= peer->remote_max_streams) ?
+                          (stream >= peer->hs->remote_max_streams) ? "stream" :
+                          "layer", (stream >= peer->hs->remote_max_streams) ?
                           stream : layer, peer->name,
-                          peer->remote_max_streams - 1,
-                          peer->remote_max_layers - 1);
+                          peer->hs->remote_max_streams - 1,
+                          peer->hs->remote_max_layers - 1);
     }
     if (peer->layer_out == NULL) {
         out = calloc(1, sizeof(*out));
         if (out != NULL) {
-            out->sent_gen = calloc(peer->remote_max_streams,
+            out->sent_gen = calloc(peer->hs->remote_max_streams,
                                    sizeof(*out->sent_gen));
         }
         if ((out == NULL) || (out->sent_gen == NULL)) {
             free(out);
             return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for "
                               "%u stream generations",
-                              peer->remote_max_streams);
+                              peer->hs->remote_max_streams);
         }
         peer->layer_out = out;
     }

@@ -33,6 +33,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* This module's part of the engine (engine->memory) and of a peer
+ * (peer->mem, from READY to destroy). */
+struct hixl_memory {
+    uint64_t next_token;   /* of the SYNCs this engine sends */
+};
+
+struct hixl_mem_peer {
+    uint64_t sync_acked;   /* highest SYNC_ACK token seen from it */
+};
+
 static hixl_status_t hixl_mem_send_add(hixl_peer_t *peer,
                                        const hixl_region_t *region)
 {
@@ -376,7 +386,7 @@ static int hixl_revoke_done(void *arg)
 
     for (peer = w->engine->peers.head; peer != NULL; peer = peer->next) {
         if (!peer->outgoing && (peer->state == HIXL_PEER_READY) &&
-            (peer->sync_acked < w->token)) {
+            (peer->mem->sync_acked < w->token)) {
             return 0;
         }
     }
@@ -388,7 +398,7 @@ static int hixl_revoke_done(void *arg)
 static unsigned hixl_revoke(hixl_engine_t *engine, hixl_region_t *region,
                             uint64_t deadline)
 {
-    hixl_revoke_wait_t wait = {engine, ++engine->next_token};
+    hixl_revoke_wait_t wait = {engine, ++engine->memory->next_token};
     hixl_peer_t *peer, *next;
     ctrl_msg_t del, sync;
     unsigned silent = 0;
@@ -418,7 +428,7 @@ static unsigned hixl_revoke(hixl_engine_t *engine, hixl_region_t *region,
     for (peer = engine->peers.head; peer != NULL; peer = next) {
         next = peer->next;
         if (!peer->outgoing && (peer->state == HIXL_PEER_READY) &&
-            (peer->sync_acked < wait.token)) {
+            (peer->mem->sync_acked < wait.token)) {
             hixl_log_warn("%s did not confirm the revocation of region [0x%"
                           PRIx64 ", +%" PRIu64 ") within %d ms; "
                           "disconnecting it", peer->name, region->range.addr,
@@ -521,6 +531,8 @@ void hixl_memory_cleanup(hixl_engine_t *engine)
         }
     }
     hixl_mem_table_cleanup(&engine->mem);
+    free(engine->memory);
+    engine->memory = NULL;
 }
 
 /* ---- the peer's side: its regions in our table ---------------------------- */
@@ -732,8 +744,8 @@ static int hixl_on_sync(hixl_engine_t *engine, hixl_peer_t *peer,
 static int hixl_on_sync_ack(hixl_engine_t *engine, hixl_peer_t *peer,
                             const ctrl_msg_t *msg)
 {
-    if (msg->u.sync.token > peer->sync_acked) {
-        peer->sync_acked = msg->u.sync.token;
+    if (msg->u.sync.token > peer->mem->sync_acked) {
+        peer->mem->sync_acked = msg->u.sync.token;
     }
     pthread_cond_broadcast(&engine->cond);
     return 0;
@@ -749,13 +761,13 @@ static int hixl_refresh_acked(void *arg)
     hixl_refresh_wait_t *w = arg;
 
     return (w->peer->state == HIXL_PEER_CLOSED) ||
-           (w->peer->sync_acked >= w->token);
+           (w->peer->mem->sync_acked >= w->token);
 }
 
 hixl_status_t hixl_memory_refresh(hixl_engine_t *engine, hixl_peer_t *peer,
                                   uint64_t deadline_ns)
 {
-    hixl_refresh_wait_t w = {peer, ++engine->next_token};
+    hixl_refresh_wait_t w = {peer, ++engine->memory->next_token};
     hixl_status_t status;
     ctrl_msg_t msg;
 
@@ -769,16 +781,33 @@ hixl_status_t hixl_memory_refresh(hixl_engine_t *engine, hixl_peer_t *peer,
     hixl_peer_retain(peer);
     hixl_engine_wait(engine, deadline_ns, hixl_refresh_acked, &w);
     status = (peer->state == HIXL_PEER_CLOSED) ? HIXL_NOT_CONNECTED :
-             (peer->sync_acked >= w.token) ? HIXL_SUCCESS : HIXL_TIMEOUT;
+             (peer->mem->sync_acked >= w.token) ? HIXL_SUCCESS : HIXL_TIMEOUT;
     hixl_peer_release(peer);
     return status;
 }
 
 /* ---- set-up ------------------------------------------------------------------ */
 
+static hixl_status_t hixl_mem_peer_ready(hixl_engine_t *engine,
+                                         hixl_peer_t *peer)
+{
+    (void)engine;
+    peer->mem = calloc(1, sizeof(*peer->mem));
+    return (peer->mem != NULL) ? HIXL_SUCCESS :
+           hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for a peer");
+}
+
+static void hixl_mem_peer_destroy(hixl_peer_t *peer)
+{
+    free(peer->mem);
+    peer->mem = NULL;
+}
+
 static const hixl_peer_hooks_t hixl_memory_hooks = {
     .name     = "memory",
+    .ready    = hixl_mem_peer_ready,
     .accepted = hixl_mem_announce,
+    .destroy  = hixl_mem_peer_destroy,
 };
 
 hixl_status_t hixl_memory_init(hixl_engine_t *engine)
@@ -786,6 +815,10 @@ hixl_status_t hixl_memory_init(hixl_engine_t *engine)
     unsigned table = HIXL_CTRL_ON_OUTGOING | HIXL_CTRL_ANY_STATE;
     unsigned ready = HIXL_CTRL_ON_EITHER | HIXL_CTRL_WHEN_READY;
 
+    engine->memory = calloc(1, sizeof(*engine->memory));
+    if (engine->memory == NULL) {
+        return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
+    }
     hixl_peer_hooks_add(engine, &hixl_memory_hooks);
     hixl_ctrl_handle(engine, CTRL_MEM_ADD, hixl_on_mem_add, table);
     hixl_ctrl_handle(engine, CTRL_MEM_DEL, hixl_on_mem_del, table);

@@ -29,13 +29,19 @@ struct hixl_notifies {
 };
 
 /* A hixl_send_notify() call waiting for its NOTIFY_ACK (on its stack),
- * listed on its peer (peer->notify_waiters). */
+ * listed on its peer (peer->notify->waiters). */
 typedef struct hixl_notify_waiter {
     uint64_t                   seq;
     int                        done;
     hixl_status_t              status;
     struct hixl_notify_waiter *next;
 } hixl_notify_waiter_t;
+
+/* This module's part of a peer (peer->notify), from READY to destroy. */
+struct hixl_notify_peer {
+    hixl_notify_waiter_t *waiters;
+    uint64_t              next_seq;   /* of the notifies sent to it */
+};
 
 /* ---- receiving ------------------------------------------------------------- */
 
@@ -206,7 +212,7 @@ static int hixl_on_notify_ack(hixl_engine_t *engine, hixl_peer_t *peer,
                                (hixl_status_t)msg->u.notify_ack.status);
         return 0;
     }
-    for (pp = &peer->notify_waiters; (w = *pp) != NULL; pp = &w->next) {
+    for (pp = &peer->notify->waiters; (w = *pp) != NULL; pp = &w->next) {
         if (w->seq == seq) {
             *pp       = w->next;
             w->done   = 1;
@@ -238,17 +244,36 @@ static void hixl_notify_peer_closed(hixl_engine_t *engine, hixl_peer_t *peer)
 {
     hixl_notify_waiter_t *w;
 
-    for (w = peer->notify_waiters; w != NULL; w = w->next) {
-        w->done   = 1;
-        w->status = HIXL_NOTIFY_FAILED;
+    if (peer->notify != NULL) {
+        for (w = peer->notify->waiters; w != NULL; w = w->next) {
+            w->done   = 1;
+            w->status = HIXL_NOTIFY_FAILED;
+        }
+        peer->notify->waiters = NULL;
     }
-    peer->notify_waiters = NULL;
     hixl_req_for_each(&engine->reqs, peer, hixl_notify_fail_awaiting, peer);
 }
 
+static hixl_status_t hixl_notify_peer_ready(hixl_engine_t *engine,
+                                            hixl_peer_t *peer)
+{
+    (void)engine;
+    peer->notify = calloc(1, sizeof(*peer->notify));
+    return (peer->notify != NULL) ? HIXL_SUCCESS :
+           hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for a peer");
+}
+
+static void hixl_notify_peer_destroy(hixl_peer_t *peer)
+{
+    free(peer->notify);
+    peer->notify = NULL;
+}
+
 static const hixl_peer_hooks_t hixl_notify_hooks = {
-    .name   = "notify",
-    .closed = hixl_notify_peer_closed,
+    .name    = "notify",
+    .ready   = hixl_notify_peer_ready,
+    .closed  = hixl_notify_peer_closed,
+    .destroy = hixl_notify_peer_destroy,
 };
 
 /* ---- the calls --------------------------------------------------------------- */
@@ -262,7 +287,7 @@ static void hixl_notify_unwait(hixl_peer_t *peer, hixl_notify_waiter_t *waiter)
 {
     hixl_notify_waiter_t **pp;
 
-    for (pp = &peer->notify_waiters; *pp != NULL; pp = &(*pp)->next) {
+    for (pp = &peer->notify->waiters; *pp != NULL; pp = &(*pp)->next) {
         if (*pp == waiter) {
             *pp = waiter->next;
             return;
@@ -322,7 +347,7 @@ hixl_status_t hixl_send_notify(hixl_engine_t *engine, const char *remote,
         goto out;
     }
     memset(&waiter, 0, sizeof(waiter));
-    waiter.seq = ++peer->next_seq;
+    waiter.seq = ++peer->notify->next_seq;
     memset(&msg, 0, sizeof(msg));
     msg.type          = CTRL_NOTIFY;
     msg.u.notify.seq  = waiter.seq;
@@ -334,8 +359,8 @@ hixl_status_t hixl_send_notify(hixl_engine_t *engine, const char *remote,
                             hixl_error_message());
         goto out;
     }
-    waiter.next          = peer->notify_waiters;
-    peer->notify_waiters = &waiter;
+    waiter.next           = peer->notify->waiters;
+    peer->notify->waiters = &waiter;
     hixl_peer_retain(peer);
     hixl_progress_kick(engine);
     hixl_engine_wait(engine, hixl_deadline_ns(timeout_ms), hixl_notify_acked,

@@ -9,12 +9,16 @@
 #include <stdint.h>
 #include <time.h>
 
+#define HIXL_NS_PER_US 1000ull
+#define HIXL_NS_PER_MS 1000000ull
+#define HIXL_NS_PER_S  1000000000ull
+
 static inline uint64_t hixl_now_ns(void)
 {
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return (uint64_t)ts.tv_sec * HIXL_NS_PER_S + (uint64_t)ts.tv_nsec;
 }
 
 /* A cheaper clock for checks made on every poll (deadlines of requests):
@@ -24,7 +28,7 @@ static inline uint64_t hixl_now_coarse_ns(void)
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return (uint64_t)ts.tv_sec * HIXL_NS_PER_S + (uint64_t)ts.tv_nsec;
 }
 
 /* Deadline timeout_ms after now (on now's clock); a negative timeout means
@@ -34,7 +38,7 @@ static inline uint64_t hixl_deadline_after(uint64_t now, int64_t timeout_ms)
     if (timeout_ms < 0) {
         return UINT64_MAX;
     }
-    return now + (uint64_t)timeout_ms * 1000000ull;
+    return now + (uint64_t)timeout_ms * HIXL_NS_PER_MS;
 }
 
 static inline uint64_t hixl_deadline_ns(int64_t timeout_ms)
@@ -61,14 +65,14 @@ static inline int hixl_ms_left(uint64_t deadline_ns)
     if (now >= deadline_ns) {
         return 0;
     }
-    return (int)((deadline_ns - now + 999999ull) / 1000000ull);
+    return (int)((deadline_ns - now + HIXL_NS_PER_MS - 1) / HIXL_NS_PER_MS);
 }
 
 /* An absolute CLOCK_MONOTONIC time for pthread_cond_timedwait. */
 static inline void hixl_timespec_at(struct timespec *ts, uint64_t ns)
 {
-    ts->tv_sec  = (time_t)(ns / 1000000000ull);
-    ts->tv_nsec = (long)(ns % 1000000000ull);
+    ts->tv_sec  = (time_t)(ns / HIXL_NS_PER_S);
+    ts->tv_nsec = (long)(ns % HIXL_NS_PER_S);
 }
 
 /* Condition variables time out on the monotonic clock, like every

@@ -28,7 +28,9 @@ typedef enum hixl_device_path {
     HIXL_DEVICE_PATH_STAGING
 } hixl_device_path_t;
 
-/* hixl.DataPath: how transfers move (core/am_path.h). */
+/* hixl.DataPath: how transfers move (ops/transfer.c picks the path per
+ * descriptor; core/am_xfer.h for library messages, core/cma.h for kernel
+ * copies). */
 typedef enum hixl_data_path {
     HIXL_DATA_PATH_AUTO,
     HIXL_DATA_PATH_RMA,

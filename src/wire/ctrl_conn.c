@@ -17,12 +17,22 @@
 #include <unistd.h>
 
 #define CTRL_RX_CHUNK (64 * 1024)
+/* Keepalive from a third of the peer timeout on, probes every sixth, three
+ * of them: an idle dead peer is found within the timeout (seconds). */
+#define CTRL_KEEPALIVE_IDLE_DIV  3000
+#define CTRL_KEEPALIVE_INTVL_DIV 6000
+#define CTRL_KEEPALIVE_PROBES    3
+/* Connects that wait for accept(): the listener accepts continuously
+ * (ctrl/accept.c), this only absorbs a burst. */
+#define CTRL_LISTEN_BACKLOG      512
 
 void hixl_sock_setup(int fd, int peer_timeout_ms)
 {
-    int one = 1, cnt = 3;
-    int idle    = (peer_timeout_ms / 3000 > 0) ? peer_timeout_ms / 3000 : 1;
-    int intvl   = (peer_timeout_ms / 6000 > 0) ? peer_timeout_ms / 6000 : 1;
+    int one = 1, cnt = CTRL_KEEPALIVE_PROBES;
+    int idle  = (peer_timeout_ms / CTRL_KEEPALIVE_IDLE_DIV > 0) ?
+                peer_timeout_ms / CTRL_KEEPALIVE_IDLE_DIV : 1;
+    int intvl = (peer_timeout_ms / CTRL_KEEPALIVE_INTVL_DIV > 0) ?
+                peer_timeout_ms / CTRL_KEEPALIVE_INTVL_DIV : 1;
     unsigned ut = (unsigned)peer_timeout_ms;
 
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
@@ -189,16 +199,6 @@ int hixl_conn_flush(ctrl_conn_t *conn, char *err, size_t errlen)
     return rc;
 }
 
-size_t hixl_conn_tx_pending(ctrl_conn_t *conn)
-{
-    size_t n;
-
-    pthread_mutex_lock(&conn->tx_lock);
-    n = conn->tx.len - conn->tx_off;
-    pthread_mutex_unlock(&conn->tx_lock);
-    return n;
-}
-
 void hixl_conn_expect(ctrl_conn_t *conn, uint64_t types)
 {
     conn->rx_types = types;
@@ -334,7 +334,7 @@ hixl_status_t hixl_sock_listen(const hixl_name_t *name, int *fd_p,
         return hixl_error(HIXL_FAILED, "cannot listen on %s: bind: %s",
                           name->canon, strerror(e));
     }
-    if (listen(fd, 512) != 0) {
+    if (listen(fd, CTRL_LISTEN_BACKLOG) != 0) {
         int e = errno;
         close(fd);
         return hixl_error(HIXL_FAILED, "cannot listen on %s: %s", name->canon,

@@ -68,9 +68,6 @@ int hixl_conn_flush(ctrl_conn_t *conn, char *err, size_t errlen);
 int hixl_conn_receive(ctrl_conn_t *conn, ctrl_msg_handler_t handler,
                       void *arg, char *err, size_t errlen);
 
-/* Bytes still queued for sending. */
-size_t hixl_conn_tx_pending(ctrl_conn_t *conn);
-
 /* Listening socket bound to exactly name's address; *port_p is the port. */
 hixl_status_t hixl_sock_listen(const hixl_name_t *name, int *fd_p,
                                uint16_t *port_p);
