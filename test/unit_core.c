@@ -25,6 +25,10 @@ hixl_engine_t *ut_engine_new(uint32_t pool_size)
     engine->progress.worker_efd = -1;
     ck_assert_int_ge(engine->progress.epfd, 0);
     hx_ok(hixl_req_pool_init(&engine->reqs, pool_size, engine->serial));
+    /* the test is the engine's only thread, and the calls it makes expect
+     * the engine lock held (the debug build asserts it): hold it for the
+     * engine's life */
+    pthread_mutex_lock(&engine->lock);
     return engine;
 }
 
@@ -32,6 +36,7 @@ void ut_engine_free(hixl_engine_t *engine)
 {
     hixl_req_pool_cleanup(&engine->reqs);
     close(engine->progress.epfd);
+    pthread_mutex_unlock(&engine->lock);
     pthread_mutex_destroy(&engine->lock);
     pthread_cond_destroy(&engine->cond);
     free(engine);
