@@ -793,8 +793,11 @@ hixl_status_t hixl_memory_init(hixl_engine_t *engine)
 {
     unsigned table = HIXL_CTRL_ON_OUTGOING | HIXL_CTRL_ANY_STATE;
     unsigned ready = HIXL_CTRL_ON_EITHER | HIXL_CTRL_WHEN_READY;
+    hixl_status_t status = hixl_peer_hooks_add(engine, &hixl_memory_hooks);
 
-    hixl_peer_hooks_add(engine, &hixl_memory_hooks);
+    if (status != HIXL_SUCCESS) {
+        return status;
+    }
     hixl_ctrl_handle(engine, CTRL_MEM_ADD, hixl_on_mem_add, table);
     hixl_ctrl_handle(engine, CTRL_MEM_DEL, hixl_on_mem_del, table);
     hixl_ctrl_handle(engine, CTRL_SYNC, hixl_on_sync, ready);
