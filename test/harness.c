@@ -27,6 +27,21 @@ extern char **environ;
 
 /* ---- suites ---------------------------------------------------------------- */
 
+int hx_env_pinned(const char *name)
+{
+    const char *list = getenv("HX_PIN_ENV");
+    size_t n         = strlen(name);
+    const char *p;
+
+    for (p = list; (p != NULL) && ((p = strstr(p, name)) != NULL); p += n) {
+        if (((p == list) || (p[-1] == ' ')) &&
+            ((p[n] == ' ') || (p[n] == '\0'))) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 void hx_clear_hixl_env(void)
 {
     char name[256];
@@ -48,6 +63,9 @@ void hx_clear_hixl_env(void)
             }
             memcpy(name, *e, n);
             name[n] = '\0';
+            if (hx_env_pinned(name)) {
+                continue;
+            }
             unsetenv(name);
             again = 1;
             break;
@@ -106,10 +124,28 @@ static const char *hx_current_tls = "UCX_TLS as inherited";
 
 void hx_use_tls(int index)
 {
+    static char pinned[128];
     const hx_tls_t *t;
 
     ck_assert_int_ge(index, 0);
     ck_assert_int_lt(index, hx_tls_count_all);
+    if (hx_env_pinned("UCX_TLS")) {
+        /* every transport index would repeat the same run: keep those of
+         * the first transport (in fork mode, where ending this test's
+         * process ends only this test) */
+        if ((index != 0) && ((getenv("CK_FORK") == NULL) ||
+                             strcmp(getenv("CK_FORK"), "no"))) {
+            printf("%s: skipped, UCX_TLS is pinned: the iterations of %s "
+                   "run it\n", hx_tls_table[index].label,
+                   hx_tls_table[0].label);
+            fflush(stdout);
+            exit(EXIT_SUCCESS);
+        }
+        snprintf(pinned, sizeof(pinned), "UCX_TLS=%s (pinned)",
+                 getenv("UCX_TLS") ? getenv("UCX_TLS") : "unset");
+        hx_current_tls = pinned;
+        return;
+    }
     t = &hx_tls_table[index];
     if (t->tls != NULL) {
         ck_assert_int_eq(setenv("UCX_TLS", t->tls, 1), 0);

@@ -63,6 +63,12 @@ TCase *hx_tcase(const char *name);
  * before or after make install.  hx_main() calls it. */
 void hx_clear_hixl_env(void);
 
+/* 1 when the environment variable `name` is listed in HX_PIN_ENV (names
+ * separated by spaces): whoever runs the suite fixed its value for every
+ * test (test/rma_path.sh), so hx_clear_hixl_env and hx_use_tls leave it
+ * as it is. */
+int hx_env_pinned(const char *name);
+
 /* ---- transports --------------------------------------------------------- */
 
 /* The UCX_TLS settings integration tests loop over (tcase_add_loop_test
@@ -78,7 +84,10 @@ extern const int      hx_tls_count;
 extern const int      hx_tls_count_all;
 
 /* Set (or unset) UCX_TLS for this process and the targets it forks from now
- * on; must come before any hixl_initialize of the test. */
+ * on; must come before any hixl_initialize of the test.  When UCX_TLS is
+ * pinned (hx_env_pinned) it is left alone, and a test asking for another
+ * transport than the first ends at once as passed (fork mode): it would
+ * repeat the first one's run. */
 void hx_use_tls(int index);
 
 /* Label of the current transport, for failure messages. */

@@ -21,6 +21,7 @@ hixl_engine_t *ut_engine_new(uint32_t pool_size)
     engine->serial = 5;
     pthread_mutex_init(&engine->lock, NULL);
     hixl_cond_init_monotonic(&engine->cond);
+    pthread_mutex_init(&engine->progress.poll_lock, NULL);
     engine->progress.epfd       = epoll_create1(EPOLL_CLOEXEC);
     engine->progress.worker_efd = -1;
     ck_assert_int_ge(engine->progress.epfd, 0);
@@ -35,8 +36,9 @@ hixl_engine_t *ut_engine_new(uint32_t pool_size)
 void ut_engine_free(hixl_engine_t *engine)
 {
     hixl_req_pool_cleanup(&engine->reqs);
-    close(engine->progress.epfd);
     pthread_mutex_unlock(&engine->lock);
+    hixl_progress_cleanup(engine);   /* the epoll set, the plug-ins */
+    hixl_peer_hooks_cleanup(engine);
     pthread_mutex_destroy(&engine->lock);
     pthread_cond_destroy(&engine->cond);
     free(engine);

@@ -9,7 +9,8 @@
 #include "core/engine.h"
 
 /* calloc'ed engine with its lock, cond, request pool (size) and epoll set;
- * free with ut_engine_free. */
+ * free with ut_engine_free (which also frees the peer hooks and progress
+ * plug-ins registered on it). */
 hixl_engine_t *ut_engine_new(uint32_t pool_size);
 void ut_engine_free(hixl_engine_t *engine);
 

@@ -14,41 +14,41 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint8_t *encode(const hcs_entry_t *e, uint32_t n, uint64_t id,
+static uint8_t *encode(const hixl_cs_entry_t *e, uint32_t n, uint64_t id,
                        size_t *len)
 {
     uint8_t *buf;
 
-    *len = hcs_table_len(e, n);
+    *len = hixl_cs_table_len(e, n);
     buf  = malloc(*len);
     ck_assert_ptr_nonnull(buf);
-    hcs_table_encode(buf, id, e, n);
+    hixl_cs_table_encode(buf, id, e, n);
     return buf;
 }
 
 START_TEST(test_round_trip)
 {
-    hcs_entry_t e[3] = {
+    hixl_cs_entry_t e[3] = {
         {COMM_MEM_TYPE_HOST, 0x1000, 4096, "kv", 2},
         {COMM_MEM_TYPE_DEVICE, 0xffffffffffff0000ull, 1ull << 40, "", 0},
         {COMM_MEM_TYPE_HOST, 7, 1, "a tag with spaces", 17},
     };
-    uint8_t req[HCS_REQ_LEN], *buf;
-    hcs_table_t t;
+    uint8_t req[HIXL_CS_REQ_LEN], *buf;
+    hixl_cs_table_t t;
     char why[128];
     uint64_t id;
     size_t len;
 
-    hcs_req_encode(req, 0x0102030405060708ull);
-    ck_assert_int_eq(hcs_req_decode(req, sizeof(req), &id), 0);
+    hixl_cs_req_encode(req, 0x0102030405060708ull);
+    ck_assert_int_eq(hixl_cs_req_decode(req, sizeof(req), &id), 0);
     ck_assert_uint_eq(id, 0x0102030405060708ull);
-    ck_assert_int_eq(hcs_req_decode(req, sizeof(req) - 1, &id), -1);
+    ck_assert_int_eq(hixl_cs_req_decode(req, sizeof(req) - 1, &id), -1);
     req[0] = 'X';
-    ck_assert_int_eq(hcs_req_decode(req, sizeof(req), &id), -1);
+    ck_assert_int_eq(hixl_cs_req_decode(req, sizeof(req), &id), -1);
 
     buf = encode(e, 3, 42, &len);
-    ck_assert_uint_eq(len, HCS_TABLE_HDR + 3 * HCS_ENTRY_HDR + 19);
-    ck_assert_int_eq(hcs_table_decode(buf, len, &id, &t, why, sizeof(why)),
+    ck_assert_uint_eq(len, HIXL_CS_TABLE_HDR + 3 * HIXL_CS_ENTRY_HDR + 19);
+    ck_assert_int_eq(hixl_cs_table_decode(buf, len, &id, &t, why, sizeof(why)),
                      0);
     ck_assert_uint_eq(id, 42);
     ck_assert_uint_eq(t.count, 3);
@@ -58,24 +58,24 @@ START_TEST(test_round_trip)
     ck_assert_str_eq(t.tags[0], "kv");
     ck_assert_str_eq(t.tags[1], "");
     ck_assert_str_eq(t.tags[2], "a tag with spaces");
-    hcs_table_free(&t);
+    hixl_cs_table_free(&t);
     free(buf);
 
     buf = encode(NULL, 0, 1, &len);   /* an empty table */
-    ck_assert_int_eq(hcs_table_decode(buf, len, &id, &t, why, sizeof(why)),
+    ck_assert_int_eq(hixl_cs_table_decode(buf, len, &id, &t, why, sizeof(why)),
                      0);
     ck_assert_uint_eq(t.count, 0);
-    hcs_table_free(&t);
+    hixl_cs_table_free(&t);
     free(buf);
 }
 END_TEST
 
 START_TEST(test_refusals)
 {
-    char tag[HCS_TAG_MAX + 2];
-    hcs_entry_t e = {COMM_MEM_TYPE_HOST, 1, 2, "ab", 2};
+    char tag[HIXL_CS_TAG_MAX + 2];
+    hixl_cs_entry_t e = {COMM_MEM_TYPE_HOST, 1, 2, "ab", 2};
     uint8_t *buf, *copy;
-    hcs_table_t t;
+    hixl_cs_table_t t;
     char why[128];
     uint64_t id;
     size_t len, cut;
@@ -85,62 +85,62 @@ START_TEST(test_refusals)
     for (cut = 0; cut < len; ++cut) {
         copy = malloc(cut ? cut : 1);
         memcpy(copy, buf, cut);
-        ck_assert_int_eq(hcs_table_decode(copy, cut, &id, &t, why,
-                                          sizeof(why)), -1);
+        ck_assert_int_eq(hixl_cs_table_decode(copy, cut, &id, &t, why,
+                                              sizeof(why)), -1);
         free(copy);
     }
     /* one byte too many */
     copy = malloc(len + 1);
     memcpy(copy, buf, len);
     copy[len] = 0;
-    ck_assert_int_eq(hcs_table_decode(copy, len + 1, &id, &t, why,
-                                      sizeof(why)), -1);
+    ck_assert_int_eq(hixl_cs_table_decode(copy, len + 1, &id, &t, why,
+                                          sizeof(why)), -1);
     ck_assert_ptr_nonnull(strstr(why, "after the last entry"));
     free(copy);
     /* a bad memory type, a NUL in a tag, a count past the limit, a
      * version and a reserved field of the future */
-    buf[HCS_TABLE_HDR] = 5;
-    ck_assert_int_eq(hcs_table_decode(buf, len, &id, &t, why, sizeof(why)),
+    buf[HIXL_CS_TABLE_HDR] = 5;
+    ck_assert_int_eq(hixl_cs_table_decode(buf, len, &id, &t, why, sizeof(why)),
                      -1);
     ck_assert_ptr_nonnull(strstr(why, "memory type"));
-    buf[HCS_TABLE_HDR] = COMM_MEM_TYPE_HOST;
-    buf[HCS_TABLE_HDR + HCS_ENTRY_HDR] = '\0';
-    ck_assert_int_eq(hcs_table_decode(buf, len, &id, &t, why, sizeof(why)),
+    buf[HIXL_CS_TABLE_HDR] = COMM_MEM_TYPE_HOST;
+    buf[HIXL_CS_TABLE_HDR + HIXL_CS_ENTRY_HDR] = '\0';
+    ck_assert_int_eq(hixl_cs_table_decode(buf, len, &id, &t, why, sizeof(why)),
                      -1);
     ck_assert_ptr_nonnull(strstr(why, "NUL"));
-    buf[HCS_TABLE_HDR + HCS_ENTRY_HDR] = 'a';
+    buf[HIXL_CS_TABLE_HDR + HIXL_CS_ENTRY_HDR] = 'a';
     buf[16] = 0xff; buf[17] = 0xff;
-    ck_assert_int_eq(hcs_table_decode(buf, len, &id, &t, why, sizeof(why)),
+    ck_assert_int_eq(hixl_cs_table_decode(buf, len, &id, &t, why, sizeof(why)),
                      -1);
     ck_assert_ptr_nonnull(strstr(why, "limit"));
     buf[16] = 1; buf[17] = 0;
     buf[4] = 2;
-    ck_assert_int_eq(hcs_table_decode(buf, len, &id, &t, why, sizeof(why)),
+    ck_assert_int_eq(hixl_cs_table_decode(buf, len, &id, &t, why, sizeof(why)),
                      -1);
     buf[4] = 1;
     buf[20] = 1;
-    ck_assert_int_eq(hcs_table_decode(buf, len, &id, &t, why, sizeof(why)),
+    ck_assert_int_eq(hixl_cs_table_decode(buf, len, &id, &t, why, sizeof(why)),
                      -1);
     buf[20] = 0;
-    ck_assert_int_eq(hcs_table_decode(buf, len, &id, &t, why, sizeof(why)),
+    ck_assert_int_eq(hixl_cs_table_decode(buf, len, &id, &t, why, sizeof(why)),
                      0);
-    hcs_table_free(&t);
+    hixl_cs_table_free(&t);
     free(buf);
     /* a tag beyond the limit */
     memset(tag, 'x', sizeof(tag));
     e.tag     = tag;
-    e.tag_len = HCS_TAG_MAX + 1;
+    e.tag_len = HIXL_CS_TAG_MAX + 1;
     buf = encode(&e, 1, 9, &len);
-    ck_assert_int_eq(hcs_table_decode(buf, len, &id, &t, why, sizeof(why)),
+    ck_assert_int_eq(hixl_cs_table_decode(buf, len, &id, &t, why, sizeof(why)),
                      -1);
     ck_assert_ptr_nonnull(strstr(why, "tag of"));
     free(buf);
-    e.tag_len = HCS_TAG_MAX;
+    e.tag_len = HIXL_CS_TAG_MAX;
     buf = encode(&e, 1, 9, &len);
-    ck_assert_int_eq(hcs_table_decode(buf, len, &id, &t, why, sizeof(why)),
+    ck_assert_int_eq(hixl_cs_table_decode(buf, len, &id, &t, why, sizeof(why)),
                      0);
-    ck_assert_uint_eq(strlen(t.tags[0]), HCS_TAG_MAX);
-    hcs_table_free(&t);
+    ck_assert_uint_eq(strlen(t.tags[0]), HIXL_CS_TAG_MAX);
+    hixl_cs_table_free(&t);
     free(buf);
 }
 END_TEST
@@ -149,13 +149,13 @@ END_TEST
  * describes a table whose tags are strings of its own. */
 START_TEST(test_corruption)
 {
-    hcs_entry_t e[4] = {
+    hixl_cs_entry_t e[4] = {
         {COMM_MEM_TYPE_HOST, 1, 2, "one", 3}, {COMM_MEM_TYPE_DEVICE, 3, 4, "", 0},
         {COMM_MEM_TYPE_HOST, 5, 6, "three", 5}, {COMM_MEM_TYPE_HOST, 7, 8, "4", 1},
     };
     uint64_t rng = 99, id;
     uint8_t *buf, *copy;
-    hcs_table_t t;
+    hixl_cs_table_t t;
     char why[128];
     size_t len, n, k;
     uint32_t i;
@@ -169,12 +169,12 @@ START_TEST(test_corruption)
         for (k = 0; k < 1 + hx_rand(&rng) % 3; ++k) {
             copy[hx_rand(&rng) % n] = (uint8_t)hx_rand(&rng);
         }
-        if (hcs_table_decode(copy, n, &id, &t, why, sizeof(why)) == 0) {
-            ck_assert_uint_le(t.count, HCS_MAX_REGIONS);
+        if (hixl_cs_table_decode(copy, n, &id, &t, why, sizeof(why)) == 0) {
+            ck_assert_uint_le(t.count, HIXL_CS_MAX_REGIONS);
             for (i = 0; i < t.count; ++i) {
-                ck_assert_uint_le(strlen(t.tags[i]), HCS_TAG_MAX);
+                ck_assert_uint_le(strlen(t.tags[i]), HIXL_CS_TAG_MAX);
             }
-            hcs_table_free(&t);
+            hixl_cs_table_free(&t);
         }
         free(copy);
     }

@@ -56,8 +56,8 @@ static hixl_engine_t *hooked_engine(void)
 {
     hixl_engine_t *engine = ut_engine_new(4);
 
-    hixl_peer_hooks_add(engine, &hooks_a);
-    hixl_peer_hooks_add(engine, &hooks_b);
+    hx_ok(hixl_peer_hooks_add(engine, &hooks_a));
+    hx_ok(hixl_peer_hooks_add(engine, &hooks_b));
     trail[0]  = '\0';
     refuse_in = -1;
     return engine;
@@ -111,6 +111,58 @@ START_TEST(test_refusal_stops_the_hooks)
     hixl_peer_close(engine, peer, HIXL_RESOURCE_EXHAUSTED, "refused");
     ck_assert_str_eq(trail, "a.ready a.closing b.closed a.closed b.destroy "
                      "a.destroy ");
+    ut_engine_free(engine);
+}
+END_TEST
+
+/* Hooks that only count, registered many times over. */
+static unsigned counted_ready, counted_destroy;
+
+static hixl_status_t count_ready(hixl_engine_t *e, hixl_peer_t *p)
+{
+    (void)e;
+    (void)p;
+    ++counted_ready;
+    return HIXL_SUCCESS;
+}
+
+static void count_destroy(hixl_peer_t *p)
+{
+    (void)p;
+    ++counted_destroy;
+}
+
+static const hixl_peer_hooks_t hooks_count = {
+    .name = "count", .ready = count_ready, .destroy = count_destroy
+};
+
+/* The table once held 8 hooks and dropped the ninth without a word; a
+ * module left out never learns of a peer's end.  It grows: every hook
+ * registered runs, in order, and the last registered still runs last. */
+START_TEST(test_many_hooks)
+{
+    hixl_engine_t *engine = ut_engine_new(4);
+    hixl_peer_t *peer;
+    unsigned i;
+
+    hx_ok(hixl_peer_hooks_add(engine, &hooks_a));
+    for (i = 0; i < 40; ++i) {
+        hx_ok(hixl_peer_hooks_add(engine, &hooks_count));
+    }
+    hx_ok(hixl_peer_hooks_add(engine, &hooks_b));
+    ck_assert_uint_eq(engine->peers.nhooks, 42);
+    trail[0]        = '\0';
+    refuse_in       = -1;
+    counted_ready   = 0;
+    counted_destroy = 0;
+    peer = ut_peer_new(engine, 0, "10.0.0.9:7");
+    hx_ok(hixl_peer_set_ready(engine, peer));
+    ck_assert_str_eq(trail, "a.ready b.ready ");
+    ck_assert_uint_eq(counted_ready, 40);
+    hixl_peer_close(engine, peer, HIXL_FAILED, "done");
+    ck_assert_uint_eq(counted_destroy, 40);
+    ck_assert_str_eq(trail, "a.ready b.ready a.closing b.closed a.closed "
+                     "b.destroy a.destroy ");
     ut_engine_free(engine);
 }
 END_TEST
@@ -174,6 +226,7 @@ static Suite *unit_peer_hooks_suite(void)
     tcase_add_test(tc, test_order);
     tcase_add_test(tc, test_refusal_stops_the_hooks);
     tcase_add_test(tc, test_lookup);
+    tcase_add_test(tc, test_many_hooks);
     suite_add_tcase(s, tc);
     return s;
 }

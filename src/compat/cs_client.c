@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * HixlCSClient*: an engine of the client's own that connects to the
- * server's, fetches its region table (a HCS_REQ_NAME notify, answered by
- * a HCS_TABLE_NAME notify carrying the same request id), and moves batches
+ * server's, fetches its region table (a HIXL_CS_REQ_NAME notify, answered by
+ * a HIXL_CS_TABLE_NAME notify carrying the same request id), and moves batches
  * with hixl_transfer_sync / hixl_transfer_async: Put is a WRITE of
  * local_buf into remote_buf, Get a READ.  A CompleteHandle is the core's
  * request handle.
@@ -26,27 +26,27 @@ _Static_assert((int)HIXL_COMPLETE_STATUS_WAITING == HIXL_TRANSFER_WAITING &&
                "HixlCompleteStatus and hixl_transfer_status_t differ");
 
 /* Unqueried async batches a client may hold, as CANN's. */
-#define HCS_MAX_PENDING 4096
-#define HCS_KIND_CLIENT 2
+#define HIXL_CS_MAX_PENDING 4096
+#define HIXL_CS_KIND_CLIENT 2
 
-typedef struct hcs_client {
-    hixl_engine_t  *engine;
-    char            server[HIXL_ENGINE_NAME_MAX + 1];
-    hcs_regions_t   regions;
-    pthread_mutex_t lock;          /* the table, the request ids */
-    uint64_t        next_id;
-    hcs_table_t     table;         /* what GetRemoteMem gave out last */
-    atomic_uint     pending;       /* async batches not yet reported */
-    atomic_int      failed;        /* a batch ended FAILED or TIMEOUT */
-} hcs_client_t;
+typedef struct hixl_cs_client {
+    hixl_engine_t    *engine;
+    char              server[HIXL_ENGINE_NAME_MAX + 1];
+    hixl_cs_regions_t regions;
+    pthread_mutex_t   lock;          /* the table, the request ids */
+    uint64_t          next_id;
+    hixl_cs_table_t   table;         /* what GetRemoteMem gave out last */
+    atomic_uint       pending;       /* async batches not yet reported */
+    atomic_int        failed;        /* a batch ended FAILED or TIMEOUT */
+} hixl_cs_client_t;
 
-static hcs_client_t *hcs_client(HixlClientHandle handle)
+static hixl_cs_client_t *hixl_cs_client(HixlClientHandle handle)
 {
-    return hcs_live_has(handle, HCS_KIND_CLIENT) ? handle : NULL;
+    return hixl_cs_live_has(handle, HIXL_CS_KIND_CLIENT) ? handle : NULL;
 }
 
-#define HCS_CLIENT_OR_RETURN(_c, _h) \
-    hcs_client_t *_c = hcs_client(_h); \
+#define HIXL_CS_CLIENT_OR_RETURN(_c, _h) \
+    hixl_cs_client_t *_c = hixl_cs_client(_h); \
     do { \
         if (_c == NULL) { \
             return hixl_compat_error(HIXL_PARAM_INVALID, "client_handle %p " \
@@ -61,7 +61,7 @@ HixlStatus HixlCSClientCreate(const HixlClientDesc *client_desc,
 {
     char ip[64], name[HIXL_ENGINE_NAME_MAX + 1];
     hixl_status_t status;
-    hcs_client_t *c;
+    hixl_cs_client_t *c;
 
     if (client_handle == NULL) {
         return hixl_compat_error(HIXL_PARAM_INVALID, "client_handle is NULL");
@@ -85,23 +85,24 @@ HixlStatus HixlCSClientCreate(const HixlClientDesc *client_desc,
     }
     status = hixl_compat_cs_config(config->global_resource_config, 0);
     if (status == HIXL_SUCCESS) {
-        status = hcs_local_ip(client_desc->server_ip, ip, sizeof(ip));
+        status = hixl_cs_local_ip(client_desc->server_ip, ip, sizeof(ip));
     }
     if (status == HIXL_SUCCESS) {
-        status = hcs_name(name, sizeof(name), ip, 0);
+        status = hixl_cs_name(name, sizeof(name), ip, 0);
     }
     c = (status == HIXL_SUCCESS) ? calloc(1, sizeof(*c)) : NULL;
     if ((status == HIXL_SUCCESS) && (c == NULL)) {
         status = hixl_compat_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
     }
     if (status == HIXL_SUCCESS) {
-        status = hcs_name(c->server, sizeof(c->server), client_desc->server_ip,
-                          client_desc->server_port);
+        status = hixl_cs_name(c->server, sizeof(c->server),
+                              client_desc->server_ip, client_desc->server_port);
     }
     if (status == HIXL_SUCCESS) {
-        status = hcs_engine(name, 1, &c->engine);
+        status = hixl_cs_engine(name, 1, &c->engine);
     }
-    if ((status == HIXL_SUCCESS) && (hcs_live_add(c, HCS_KIND_CLIENT) != 0)) {
+    if ((status == HIXL_SUCCESS) &&
+        (hixl_cs_live_add(c, HIXL_CS_KIND_CLIENT) != 0)) {
         hixl_finalize(c->engine);
         status = hixl_compat_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
     }
@@ -109,7 +110,7 @@ HixlStatus HixlCSClientCreate(const HixlClientDesc *client_desc,
         free(c);
         return status;
     }
-    hcs_regions_init(&c->regions);
+    hixl_cs_regions_init(&c->regions);
     pthread_mutex_init(&c->lock, NULL);
     atomic_init(&c->pending, 0);
     atomic_init(&c->failed, 0);
@@ -122,12 +123,12 @@ HixlStatus HixlCSClientCreate(const HixlClientDesc *client_desc,
 
 /* Ask the server for its table and wait for the answer until the
  * deadline; the table then replaces c->table (c->lock held). */
-static hixl_status_t hcs_fetch(hcs_client_t *c, uint64_t deadline_ns)
+static hixl_status_t hixl_cs_fetch(hixl_cs_client_t *c, uint64_t deadline_ns)
 {
-    uint8_t req[HCS_REQ_LEN];
+    uint8_t req[HIXL_CS_REQ_LEN];
     hixl_notify_desc_t nd;
     hixl_notify_t *got;
-    hcs_table_t table;
+    hixl_cs_table_t table;
     unsigned idle = 0;
     size_t count, i;
     hixl_status_t status;
@@ -135,8 +136,8 @@ static hixl_status_t hcs_fetch(hcs_client_t *c, uint64_t deadline_ns)
     char why[128];
     int found = 0;
 
-    hcs_req_encode(req, id);
-    nd.name    = HCS_REQ_NAME;
+    hixl_cs_req_encode(req, id);
+    nd.name    = HIXL_CS_REQ_NAME;
     nd.msg     = req;
     nd.msg_len = sizeof(req);
     status     = hixl_send_notify(c->engine, c->server, &nd,
@@ -150,20 +151,20 @@ static hixl_status_t hcs_fetch(hcs_client_t *c, uint64_t deadline_ns)
             return status;
         }
         for (i = 0; i < count; ++i) {
-            if (strcmp(got[i].name, HCS_TABLE_NAME) != 0) {
+            if (strcmp(got[i].name, HIXL_CS_TABLE_NAME) != 0) {
                 continue;
             }
-            if (hcs_table_decode(got[i].msg, got[i].msg_len, &rid, &table,
-                                 why, sizeof(why)) != 0) {
+            if (hixl_cs_table_decode(got[i].msg, got[i].msg_len, &rid, &table,
+                                     why, sizeof(why)) != 0) {
                 hixl_compat_debug("HixlCS client: bad table from %s: %s",
                                   got[i].remote, why);
                 continue;
             }
             if ((rid != id) || found) {
-                hcs_table_free(&table);   /* an answer to an older ask */
+                hixl_cs_table_free(&table);   /* an answer to an older ask */
                 continue;
             }
-            hcs_table_free(&c->table);
+            hixl_cs_table_free(&c->table);
             c->table = table;
             found    = 1;
         }
@@ -179,7 +180,7 @@ static hixl_status_t hcs_fetch(hcs_client_t *c, uint64_t deadline_ns)
                                      "listen: HixlCSServerListen?)",
                                      c->server);
         }
-        hcs_backoff(&idle);
+        hixl_cs_backoff(&idle);
     }
     return HIXL_SUCCESS;
 }
@@ -187,16 +188,16 @@ static hixl_status_t hcs_fetch(hcs_client_t *c, uint64_t deadline_ns)
 HixlStatus HixlCSClientConnect(HixlClientHandle client_handle,
                                uint32_t timeout_ms)
 {
-    uint64_t deadline = hixl_compat_deadline_ns(hcs_ms(timeout_ms));
+    uint64_t deadline = hixl_compat_deadline_ns(hixl_cs_ms(timeout_ms));
     hixl_status_t status;
 
-    HCS_CLIENT_OR_RETURN(c, client_handle);
-    status = hixl_connect(c->engine, c->server, hcs_ms(timeout_ms));
+    HIXL_CS_CLIENT_OR_RETURN(c, client_handle);
+    status = hixl_connect(c->engine, c->server, hixl_cs_ms(timeout_ms));
     if (status != HIXL_SUCCESS) {
         return status;
     }
     pthread_mutex_lock(&c->lock);
-    status = hcs_fetch(c, deadline);   /* prefetch, as CANN's does */
+    status = hixl_cs_fetch(c, deadline);   /* prefetch, as CANN's does */
     pthread_mutex_unlock(&c->lock);
     return status;
 }
@@ -208,7 +209,7 @@ HixlStatus HixlCSClientGetRemoteMem(HixlClientHandle client_handle,
 {
     hixl_status_t status;
 
-    HCS_CLIENT_OR_RETURN(c, client_handle);
+    HIXL_CS_CLIENT_OR_RETURN(c, client_handle);
     if ((remote_mem_list == NULL) || (mem_tag_list == NULL) ||
         (list_num == NULL)) {
         return hixl_compat_error(HIXL_PARAM_INVALID, "%s is NULL",
@@ -217,7 +218,7 @@ HixlStatus HixlCSClientGetRemoteMem(HixlClientHandle client_handle,
                                  "mem_tag_list" : "list_num");
     }
     pthread_mutex_lock(&c->lock);
-    status = hcs_fetch(c, hixl_compat_deadline_ns(hcs_ms(timeout_ms)));
+    status = hixl_cs_fetch(c, hixl_compat_deadline_ns(hixl_cs_ms(timeout_ms)));
     if (status == HIXL_SUCCESS) {
         *remote_mem_list = c->table.mems;
         *mem_tag_list    = c->table.tags;
@@ -231,30 +232,30 @@ HixlStatus HixlCSClientRegMem(HixlClientHandle client_handle,
                               const char *mem_tag, const CommMem *mem,
                               MemHandle *mem_handle)
 {
-    HCS_CLIENT_OR_RETURN(c, client_handle);
+    HIXL_CS_CLIENT_OR_RETURN(c, client_handle);
     if ((mem == NULL) || (mem_handle == NULL)) {
         return hixl_compat_error(HIXL_PARAM_INVALID, "%s is NULL",
                                  (mem == NULL) ? "mem" : "mem_handle");
     }
-    return hcs_region_add(c->engine, &c->regions, mem_tag, mem, mem_handle);
+    return hixl_cs_region_add(c->engine, &c->regions, mem_tag, mem, mem_handle);
 }
 
 HixlStatus HixlCSClientUnregMem(HixlClientHandle client_handle,
                                 MemHandle mem_handle)
 {
-    HCS_CLIENT_OR_RETURN(c, client_handle);
+    HIXL_CS_CLIENT_OR_RETURN(c, client_handle);
     if (mem_handle == NULL) {
         return hixl_compat_error(HIXL_PARAM_INVALID, "mem_handle is NULL");
     }
-    return hcs_region_remove(c->engine, &c->regions, mem_handle);
+    return hixl_cs_region_remove(c->engine, &c->regions, mem_handle);
 }
 
 /* The batch as core descriptors (*descs_p to free), after the checks CANN
  * makes first. */
-static hixl_status_t hcs_batch_prepare(hcs_client_t *c, const char *what,
-                                       uint32_t list_num,
-                                       const HixlOneSideOpDesc *desc_list,
-                                       hixl_transfer_op_desc_t **descs_p)
+static hixl_status_t hixl_cs_batch_prepare(hixl_cs_client_t *c,
+                                           const char *what, uint32_t list_num,
+                                           const HixlOneSideOpDesc *desc_list,
+                                           hixl_transfer_op_desc_t **descs_p)
 {
     hixl_transfer_op_desc_t *d;
     uint32_t i;
@@ -288,7 +289,8 @@ static hixl_status_t hcs_batch_prepare(hcs_client_t *c, const char *what,
 
 /* A batch that ended FAILED or TIMEOUT puts the client in its failed
  * state, as CANN's. */
-static hixl_status_t hcs_batch_outcome(hcs_client_t *c, hixl_status_t status)
+static hixl_status_t hixl_cs_batch_outcome(hixl_cs_client_t *c,
+                                           hixl_status_t status)
 {
     if ((status == HIXL_FAILED) || (status == HIXL_TIMEOUT)) {
         atomic_store(&c->failed, 1);
@@ -296,31 +298,31 @@ static hixl_status_t hcs_batch_outcome(hcs_client_t *c, hixl_status_t status)
     return status;
 }
 
-static HixlStatus hcs_batch_sync(HixlClientHandle client_handle,
-                                 hixl_transfer_op_t op, uint32_t list_num,
-                                 const HixlOneSideOpDesc *desc_list,
-                                 uint32_t timeout_ms)
+static HixlStatus hixl_cs_batch_sync(HixlClientHandle client_handle,
+                                     hixl_transfer_op_t op, uint32_t list_num,
+                                     const HixlOneSideOpDesc *desc_list,
+                                     uint32_t timeout_ms)
 {
     const char *what = (op == HIXL_WRITE) ? "HixlCSClientBatchPutSync" :
                        "HixlCSClientBatchGetSync";
     hixl_transfer_op_desc_t *d;
     hixl_status_t status;
 
-    HCS_CLIENT_OR_RETURN(c, client_handle);
-    status = hcs_batch_prepare(c, what, list_num, desc_list, &d);
+    HIXL_CS_CLIENT_OR_RETURN(c, client_handle);
+    status = hixl_cs_batch_prepare(c, what, list_num, desc_list, &d);
     if (status != HIXL_SUCCESS) {
         return status;
     }
     status = hixl_transfer_sync(c->engine, c->server, op, d, list_num,
-                                hcs_ms(timeout_ms));
+                                hixl_cs_ms(timeout_ms));
     free(d);
-    return hcs_batch_outcome(c, status);
+    return hixl_cs_batch_outcome(c, status);
 }
 
-static HixlStatus hcs_batch_async(HixlClientHandle client_handle,
-                                  hixl_transfer_op_t op, uint32_t list_num,
-                                  const HixlOneSideOpDesc *desc_list,
-                                  CompleteHandle *complete_handle)
+static HixlStatus hixl_cs_batch_async(HixlClientHandle client_handle,
+                                      hixl_transfer_op_t op, uint32_t list_num,
+                                      const HixlOneSideOpDesc *desc_list,
+                                      CompleteHandle *complete_handle)
 {
     const char *what = (op == HIXL_WRITE) ? "HixlCSClientBatchPutAsync" :
                        "HixlCSClientBatchGetAsync";
@@ -328,29 +330,29 @@ static HixlStatus hcs_batch_async(HixlClientHandle client_handle,
     hixl_status_t status;
     hixl_req_t req = NULL;
 
-    HCS_CLIENT_OR_RETURN(c, client_handle);
+    HIXL_CS_CLIENT_OR_RETURN(c, client_handle);
     if (complete_handle == NULL) {
         return hixl_compat_error(HIXL_PARAM_INVALID, "%s: complete_handle is "
                                  "NULL", what);
     }
-    status = hcs_batch_prepare(c, what, list_num, desc_list, &d);
+    status = hixl_cs_batch_prepare(c, what, list_num, desc_list, &d);
     if (status != HIXL_SUCCESS) {
         return status;
     }
-    if (atomic_fetch_add(&c->pending, 1) >= HCS_MAX_PENDING) {
+    if (atomic_fetch_add(&c->pending, 1) >= HIXL_CS_MAX_PENDING) {
         atomic_fetch_sub(&c->pending, 1);
         free(d);
         return hixl_compat_error(HIXL_RESOURCE_EXHAUSTED, "%s: %u batches "
                                  "are not queried yet (the limit); query "
                                  "them with HixlCSClientQueryCompleteStatus",
-                                 what, HCS_MAX_PENDING);
+                                 what, HIXL_CS_MAX_PENDING);
     }
     status = hixl_transfer_async(c->engine, c->server, op, d, list_num, NULL,
                                  &req);
     free(d);
     if (status != HIXL_SUCCESS) {
         atomic_fetch_sub(&c->pending, 1);
-        return hcs_batch_outcome(c, status);
+        return hixl_cs_batch_outcome(c, status);
     }
     *complete_handle = req;
     return HIXL_SUCCESS;
@@ -361,8 +363,8 @@ HixlStatus HixlCSClientBatchPutAsync(HixlClientHandle client_handle,
                                      const HixlOneSideOpDesc *desc_list,
                                      CompleteHandle *complete_handle)
 {
-    return hcs_batch_async(client_handle, HIXL_WRITE, list_num, desc_list,
-                           complete_handle);
+    return hixl_cs_batch_async(client_handle, HIXL_WRITE, list_num, desc_list,
+                               complete_handle);
 }
 
 HixlStatus HixlCSClientBatchGetAsync(HixlClientHandle client_handle,
@@ -370,8 +372,8 @@ HixlStatus HixlCSClientBatchGetAsync(HixlClientHandle client_handle,
                                      const HixlOneSideOpDesc *desc_list,
                                      CompleteHandle *complete_handle)
 {
-    return hcs_batch_async(client_handle, HIXL_READ, list_num, desc_list,
-                           complete_handle);
+    return hixl_cs_batch_async(client_handle, HIXL_READ, list_num, desc_list,
+                               complete_handle);
 }
 
 HixlStatus HixlCSClientBatchPutSync(HixlClientHandle client_handle,
@@ -379,8 +381,8 @@ HixlStatus HixlCSClientBatchPutSync(HixlClientHandle client_handle,
                                     const HixlOneSideOpDesc *desc_list,
                                     uint32_t timeout_ms)
 {
-    return hcs_batch_sync(client_handle, HIXL_WRITE, list_num, desc_list,
-                          timeout_ms);
+    return hixl_cs_batch_sync(client_handle, HIXL_WRITE, list_num, desc_list,
+                              timeout_ms);
 }
 
 HixlStatus HixlCSClientBatchGetSync(HixlClientHandle client_handle,
@@ -388,8 +390,8 @@ HixlStatus HixlCSClientBatchGetSync(HixlClientHandle client_handle,
                                     const HixlOneSideOpDesc *desc_list,
                                     uint32_t timeout_ms)
 {
-    return hcs_batch_sync(client_handle, HIXL_READ, list_num, desc_list,
-                          timeout_ms);
+    return hixl_cs_batch_sync(client_handle, HIXL_READ, list_num, desc_list,
+                              timeout_ms);
 }
 
 HixlStatus HixlCSClientQueryCompleteStatus(HixlClientHandle client_handle,
@@ -399,7 +401,7 @@ HixlStatus HixlCSClientQueryCompleteStatus(HixlClientHandle client_handle,
     hixl_transfer_status_t st = HIXL_TRANSFER_FAILED;
     hixl_status_t status;
 
-    HCS_CLIENT_OR_RETURN(c, client_handle);
+    HIXL_CS_CLIENT_OR_RETURN(c, client_handle);
     if ((complete_handle == NULL) || (complete_status == NULL)) {
         return hixl_compat_error(HIXL_PARAM_INVALID, "%s is NULL",
                                  (complete_handle == NULL) ?
@@ -412,9 +414,10 @@ HixlStatus HixlCSClientQueryCompleteStatus(HixlClientHandle client_handle,
     *complete_status = (HixlCompleteStatus)st;   /* the same order */
     if (st != HIXL_TRANSFER_WAITING) {
         atomic_fetch_sub(&c->pending, 1);
-        hcs_batch_outcome(c, (st == HIXL_TRANSFER_COMPLETED) ? HIXL_SUCCESS :
-                          (st == HIXL_TRANSFER_TIMEOUT) ? HIXL_TIMEOUT :
-                          HIXL_FAILED);
+        hixl_cs_batch_outcome(c,
+                              (st == HIXL_TRANSFER_COMPLETED) ? HIXL_SUCCESS :
+                              (st == HIXL_TRANSFER_TIMEOUT) ? HIXL_TIMEOUT :
+                              HIXL_FAILED);
     }
     return HIXL_SUCCESS;
 }
@@ -423,11 +426,11 @@ HixlStatus HixlCSClientDestroy(HixlClientHandle client_handle)
 {
     hixl_status_t status;
 
-    HCS_CLIENT_OR_RETURN(c, client_handle);
-    hcs_live_del(c);
+    HIXL_CS_CLIENT_OR_RETURN(c, client_handle);
+    hixl_cs_live_del(c);
     status = hixl_finalize(c->engine);
-    hcs_regions_fini(&c->regions);
-    hcs_table_free(&c->table);
+    hixl_cs_regions_fini(&c->regions);
+    hixl_cs_table_free(&c->table);
     pthread_mutex_destroy(&c->lock);
     free(c);
     return status;

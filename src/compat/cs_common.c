@@ -20,16 +20,16 @@
 #include <time.h>
 #include <unistd.h>
 
-void hcs_regions_init(hcs_regions_t *r)
+void hixl_cs_regions_init(hixl_cs_regions_t *r)
 {
     pthread_mutex_init(&r->lock, NULL);
     r->head  = NULL;
     r->count = 0;
 }
 
-void hcs_regions_fini(hcs_regions_t *r)
+void hixl_cs_regions_fini(hixl_cs_regions_t *r)
 {
-    hcs_region_t *reg, *next;
+    hixl_cs_region_t *reg, *next;
 
     for (reg = r->head; reg != NULL; reg = next) {
         next = reg->next;
@@ -41,15 +41,15 @@ void hcs_regions_fini(hcs_regions_t *r)
     pthread_mutex_destroy(&r->lock);
 }
 
-hixl_status_t hcs_region_add(hixl_engine_t *engine, hcs_regions_t *r,
-                             const char *tag, const CommMem *mem,
-                             MemHandle *handle_p)
+hixl_status_t hixl_cs_region_add(hixl_engine_t *engine, hixl_cs_regions_t *r,
+                                 const char *tag, const CommMem *mem,
+                                 MemHandle *handle_p)
 {
     size_t tag_len = (tag != NULL) ? strlen(tag) : 0;
     hixl_mem_desc_t desc;
     hixl_mem_type_t type;
     hixl_status_t status;
-    hcs_region_t *reg;
+    hixl_cs_region_t *reg;
 
     if ((mem->type != COMM_MEM_TYPE_DEVICE) &&
         (mem->type != COMM_MEM_TYPE_HOST)) {
@@ -57,9 +57,9 @@ hixl_status_t hcs_region_add(hixl_engine_t *engine, hcs_regions_t *r,
                                  "neither COMM_MEM_TYPE_DEVICE nor "
                                  "COMM_MEM_TYPE_HOST", (int)mem->type);
     }
-    if (tag_len > HCS_TAG_MAX) {
+    if (tag_len > HIXL_CS_TAG_MAX) {
         return hixl_compat_error(HIXL_PARAM_INVALID, "mem_tag is %zu bytes, "
-                                 "limit %u", tag_len, HCS_TAG_MAX);
+                                 "limit %u", tag_len, HIXL_CS_TAG_MAX);
     }
     type = (mem->type == COMM_MEM_TYPE_DEVICE) ? HIXL_MEM_DEVICE :
            HIXL_MEM_HOST;
@@ -72,13 +72,13 @@ hixl_status_t hcs_region_add(hixl_engine_t *engine, hcs_regions_t *r,
     reg->tag_len = tag_len;
     reg->mem     = *mem;
     pthread_mutex_lock(&r->lock);
-    if (r->count >= HCS_MAX_REGIONS) {
+    if (r->count >= HIXL_CS_MAX_REGIONS) {
         pthread_mutex_unlock(&r->lock);
         free(reg->tag);
         free(reg);
         return hixl_compat_error(HIXL_RESOURCE_EXHAUSTED, "%u regions are "
                                  "registered already, the limit",
-                                 HCS_MAX_REGIONS);
+                                 HIXL_CS_MAX_REGIONS);
     }
     desc.addr = (uintptr_t)mem->addr;
     desc.len  = (size_t)mem->size;
@@ -97,10 +97,10 @@ hixl_status_t hcs_region_add(hixl_engine_t *engine, hcs_regions_t *r,
     return HIXL_SUCCESS;
 }
 
-hixl_status_t hcs_region_remove(hixl_engine_t *engine, hcs_regions_t *r,
-                                MemHandle handle)
+hixl_status_t hixl_cs_region_remove(hixl_engine_t *engine, hixl_cs_regions_t *r,
+                                    MemHandle handle)
 {
-    hcs_region_t **pp, *reg = NULL;
+    hixl_cs_region_t **pp, *reg = NULL;
     hixl_status_t status;
 
     pthread_mutex_lock(&r->lock);
@@ -127,7 +127,7 @@ hixl_status_t hcs_region_remove(hixl_engine_t *engine, hcs_regions_t *r,
     return status;
 }
 
-hixl_status_t hcs_name(char *buf, size_t len, const char *ip, uint32_t port)
+hixl_status_t hixl_cs_name(char *buf, size_t len, const char *ip, uint32_t port)
 {
     int n = (strchr(ip, ':') != NULL) ? snprintf(buf, len, "[%s]:%u", ip, port)
                                       : snprintf(buf, len, "%s:%u", ip, port);
@@ -139,7 +139,7 @@ hixl_status_t hcs_name(char *buf, size_t len, const char *ip, uint32_t port)
     return HIXL_SUCCESS;
 }
 
-hixl_status_t hcs_local_ip(const char *ip, char *buf, size_t len)
+hixl_status_t hixl_cs_local_ip(const char *ip, char *buf, size_t len)
 {
     struct addrinfo hints, *ai = NULL;
     struct sockaddr_storage ss;
@@ -179,18 +179,18 @@ hixl_status_t hcs_local_ip(const char *ip, char *buf, size_t len)
     return HIXL_SUCCESS;
 }
 
-hixl_status_t hcs_engine(const char *name, int client,
-                         hixl_engine_t **engine_p)
+hixl_status_t hixl_cs_engine(const char *name, int client,
+                             hixl_engine_t **engine_p)
 {
     hixl_option_t opts[2] = {
-        {"hixl.MaxNotifySize", HCS_NOTIFY_MAX},
+        {"hixl.MaxNotifySize", HIXL_CS_NOTIFY_MAX},
         {"hixl.ListenEphemeral", "1"},
     };
 
     return hixl_initialize(name, opts, client ? 2 : 1, engine_p);
 }
 
-void hcs_backoff(unsigned *idle)
+void hixl_cs_backoff(unsigned *idle)
 {
     struct timespec ts = {0, (*idle < 100) ? 100000L : 2000000L};
 
@@ -201,50 +201,50 @@ void hcs_backoff(unsigned *idle)
 }
 
 /* Few handles live at once: a list is enough. */
-typedef struct hcs_live {
-    struct hcs_live *next;
-    void            *obj;
-    int              kind;
-} hcs_live_t;
+typedef struct hixl_cs_live {
+    struct hixl_cs_live *next;
+    void                *obj;
+    int                  kind;
+} hixl_cs_live_t;
 
-static pthread_mutex_t hcs_live_lock = PTHREAD_MUTEX_INITIALIZER;
-static hcs_live_t     *hcs_live_head;
+static pthread_mutex_t hixl_cs_live_lock = PTHREAD_MUTEX_INITIALIZER;
+static hixl_cs_live_t     *hixl_cs_live_head;
 
-int hcs_live_add(void *obj, int kind)
+int hixl_cs_live_add(void *obj, int kind)
 {
-    hcs_live_t *l = malloc(sizeof(*l));
+    hixl_cs_live_t *l = malloc(sizeof(*l));
 
     if (l == NULL) {
         return -1;
     }
     l->obj  = obj;
     l->kind = kind;
-    pthread_mutex_lock(&hcs_live_lock);
-    l->next       = hcs_live_head;
-    hcs_live_head = l;
-    pthread_mutex_unlock(&hcs_live_lock);
+    pthread_mutex_lock(&hixl_cs_live_lock);
+    l->next       = hixl_cs_live_head;
+    hixl_cs_live_head = l;
+    pthread_mutex_unlock(&hixl_cs_live_lock);
     return 0;
 }
 
-int hcs_live_has(const void *obj, int kind)
+int hixl_cs_live_has(const void *obj, int kind)
 {
-    hcs_live_t *l;
+    hixl_cs_live_t *l;
     int found = 0;
 
-    pthread_mutex_lock(&hcs_live_lock);
-    for (l = hcs_live_head; (l != NULL) && !found; l = l->next) {
+    pthread_mutex_lock(&hixl_cs_live_lock);
+    for (l = hixl_cs_live_head; (l != NULL) && !found; l = l->next) {
         found = (l->obj == obj) && (l->kind == kind);
     }
-    pthread_mutex_unlock(&hcs_live_lock);
+    pthread_mutex_unlock(&hixl_cs_live_lock);
     return found;
 }
 
-void hcs_live_del(void *obj)
+void hixl_cs_live_del(void *obj)
 {
-    hcs_live_t **pp, *l;
+    hixl_cs_live_t **pp, *l;
 
-    pthread_mutex_lock(&hcs_live_lock);
-    for (pp = &hcs_live_head; *pp != NULL; pp = &(*pp)->next) {
+    pthread_mutex_lock(&hixl_cs_live_lock);
+    for (pp = &hixl_cs_live_head; *pp != NULL; pp = &(*pp)->next) {
         if ((*pp)->obj == obj) {
             l   = *pp;
             *pp = l->next;
@@ -252,5 +252,5 @@ void hcs_live_del(void *obj)
             break;
         }
     }
-    pthread_mutex_unlock(&hcs_live_lock);
+    pthread_mutex_unlock(&hixl_cs_live_lock);
 }

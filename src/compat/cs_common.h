@@ -16,65 +16,65 @@
 #include <stdint.h>
 
 /* A region registered through HixlCS*RegMem; a MemHandle points at one. */
-typedef struct hcs_region {
-    struct hcs_region *next;
-    hixl_mem_handle_t  handle;
-    CommMem            mem;
-    char              *tag;        /* "" when registered without one */
-    size_t             tag_len;
-} hcs_region_t;
+typedef struct hixl_cs_region {
+    struct hixl_cs_region *next;
+    hixl_mem_handle_t      handle;
+    CommMem                mem;
+    char                  *tag;        /* "" when registered without one */
+    size_t                 tag_len;
+} hixl_cs_region_t;
 
-typedef struct hcs_regions {
-    pthread_mutex_t lock;
-    hcs_region_t   *head;
-    uint32_t        count;
-} hcs_regions_t;
+typedef struct hixl_cs_regions {
+    pthread_mutex_t   lock;
+    hixl_cs_region_t *head;
+    uint32_t          count;
+} hixl_cs_regions_t;
 
-HIXL_COMPAT_HIDDEN void hcs_regions_init(hcs_regions_t *r);
+HIXL_COMPAT_HIDDEN void hixl_cs_regions_init(hixl_cs_regions_t *r);
 /* Free the records (the engine's finalize deregisters the memory). */
-HIXL_COMPAT_HIDDEN void hcs_regions_fini(hcs_regions_t *r);
+HIXL_COMPAT_HIDDEN void hixl_cs_regions_fini(hixl_cs_regions_t *r);
 
 /* Register mem on engine and record it under tag (may be NULL). */
-HIXL_COMPAT_HIDDEN hixl_status_t hcs_region_add(hixl_engine_t *engine,
-                                                hcs_regions_t *r,
-                                                const char *tag,
-                                                const CommMem *mem,
-                                                MemHandle *handle_p);
+HIXL_COMPAT_HIDDEN hixl_status_t hixl_cs_region_add(hixl_engine_t *engine,
+                                                    hixl_cs_regions_t *r,
+                                                    const char *tag,
+                                                    const CommMem *mem,
+                                                    MemHandle *handle_p);
 /* Deregister a record of r; PARAM_INVALID for a handle r does not hold. */
-HIXL_COMPAT_HIDDEN hixl_status_t hcs_region_remove(hixl_engine_t *engine,
-                                                   hcs_regions_t *r,
-                                                   MemHandle handle);
+HIXL_COMPAT_HIDDEN hixl_status_t hixl_cs_region_remove(hixl_engine_t *engine,
+                                                       hixl_cs_regions_t *r,
+                                                       MemHandle handle);
 
 /* "ip:port", or "[ip]:port" for IPv6. */
-HIXL_COMPAT_HIDDEN hixl_status_t hcs_name(char *buf, size_t len,
-                                          const char *ip, uint32_t port);
+HIXL_COMPAT_HIDDEN hixl_status_t hixl_cs_name(char *buf, size_t len,
+                                              const char *ip, uint32_t port);
 
 /* This host's address on the route to ip (a UDP socket connected there;
  * nothing is sent). */
-HIXL_COMPAT_HIDDEN hixl_status_t hcs_local_ip(const char *ip, char *buf,
-                                              size_t len);
+HIXL_COMPAT_HIDDEN hixl_status_t hixl_cs_local_ip(const char *ip, char *buf,
+                                                  size_t len);
 
 /* An engine for a HixlCS server or client: name, plus the options every
  * CS engine needs (notifies large enough for a region table) and, for a
  * client, a port of its own so that names stay unique. */
-HIXL_COMPAT_HIDDEN hixl_status_t hcs_engine(const char *name, int client,
-                                            hixl_engine_t **engine_p);
+HIXL_COMPAT_HIDDEN hixl_status_t hixl_cs_engine(const char *name, int client,
+                                                hixl_engine_t **engine_p);
 
 /* The server and client objects alive, so that a handle the application
  * passes is checked without reading through it (a destroyed or foreign
  * one is PARAM_INVALID, not a crash).  kind tells servers from clients. */
-HIXL_COMPAT_HIDDEN int hcs_live_add(void *obj, int kind);
-HIXL_COMPAT_HIDDEN int hcs_live_has(const void *obj, int kind);
-HIXL_COMPAT_HIDDEN void hcs_live_del(void *obj);
+HIXL_COMPAT_HIDDEN int hixl_cs_live_add(void *obj, int kind);
+HIXL_COMPAT_HIDDEN int hixl_cs_live_has(const void *obj, int kind);
+HIXL_COMPAT_HIDDEN void hixl_cs_live_del(void *obj);
 
 /* A uint32_t timeout in ms as the core API takes it. */
-static inline int32_t hcs_ms(uint32_t ms)
+static inline int32_t hixl_cs_ms(uint32_t ms)
 {
     return (ms > (uint32_t)INT32_MAX) ? INT32_MAX : (int32_t)ms;
 }
 
 /* Sleep between polls: short while something just happened, longer when
  * idle, so a waiting server costs little. */
-HIXL_COMPAT_HIDDEN void hcs_backoff(unsigned *idle);
+HIXL_COMPAT_HIDDEN void hixl_cs_backoff(unsigned *idle);
 
 #endif

@@ -14,23 +14,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HCS_REQ_MAGIC   "HXCQ"
-#define HCS_TABLE_MAGIC "HXCT"
-#define HCS_VERSION     1u
+#define HIXL_CS_REQ_MAGIC   "HXCQ"
+#define HIXL_CS_TABLE_MAGIC "HXCT"
+#define HIXL_CS_VERSION     1u
 
-static void hcs_put32(uint8_t *p, uint32_t v)
+static void hixl_cs_put32(uint8_t *p, uint32_t v)
 {
     v = htole32(v);
     memcpy(p, &v, sizeof(v));
 }
 
-static void hcs_put64(uint8_t *p, uint64_t v)
+static void hixl_cs_put64(uint8_t *p, uint64_t v)
 {
     v = htole64(v);
     memcpy(p, &v, sizeof(v));
 }
 
-static uint32_t hcs_get32(const uint8_t *p)
+static uint32_t hixl_cs_get32(const uint8_t *p)
 {
     uint32_t v;
 
@@ -38,7 +38,7 @@ static uint32_t hcs_get32(const uint8_t *p)
     return le32toh(v);
 }
 
-static uint64_t hcs_get64(const uint8_t *p)
+static uint64_t hixl_cs_get64(const uint8_t *p)
 {
     uint64_t v;
 
@@ -46,58 +46,58 @@ static uint64_t hcs_get64(const uint8_t *p)
     return le64toh(v);
 }
 
-void hcs_req_encode(uint8_t buf[HCS_REQ_LEN], uint64_t id)
+void hixl_cs_req_encode(uint8_t buf[HIXL_CS_REQ_LEN], uint64_t id)
 {
-    memcpy(buf, HCS_REQ_MAGIC, 4);
-    hcs_put32(buf + 4, HCS_VERSION);
-    hcs_put64(buf + 8, id);
+    memcpy(buf, HIXL_CS_REQ_MAGIC, 4);
+    hixl_cs_put32(buf + 4, HIXL_CS_VERSION);
+    hixl_cs_put64(buf + 8, id);
 }
 
-int hcs_req_decode(const void *msg, size_t len, uint64_t *id)
+int hixl_cs_req_decode(const void *msg, size_t len, uint64_t *id)
 {
     const uint8_t *p = msg;
 
-    if ((len != HCS_REQ_LEN) || memcmp(p, HCS_REQ_MAGIC, 4) ||
-        (hcs_get32(p + 4) != HCS_VERSION)) {
+    if ((len != HIXL_CS_REQ_LEN) || memcmp(p, HIXL_CS_REQ_MAGIC, 4) ||
+        (hixl_cs_get32(p + 4) != HIXL_CS_VERSION)) {
         return -1;
     }
-    *id = hcs_get64(p + 8);
+    *id = hixl_cs_get64(p + 8);
     return 0;
 }
 
-size_t hcs_table_len(const hcs_entry_t *e, uint32_t n)
+size_t hixl_cs_table_len(const hixl_cs_entry_t *e, uint32_t n)
 {
-    size_t len = HCS_TABLE_HDR;
+    size_t len = HIXL_CS_TABLE_HDR;
     uint32_t i;
 
     for (i = 0; i < n; ++i) {
-        len += HCS_ENTRY_HDR + e[i].tag_len;
+        len += HIXL_CS_ENTRY_HDR + e[i].tag_len;
     }
     return len;
 }
 
-void hcs_table_encode(uint8_t *buf, uint64_t id, const hcs_entry_t *e,
-                      uint32_t n)
+void hixl_cs_table_encode(uint8_t *buf, uint64_t id, const hixl_cs_entry_t *e,
+                          uint32_t n)
 {
-    uint8_t *p = buf + HCS_TABLE_HDR;
+    uint8_t *p = buf + HIXL_CS_TABLE_HDR;
     uint32_t i;
 
-    memcpy(buf, HCS_TABLE_MAGIC, 4);
-    hcs_put32(buf + 4, HCS_VERSION);
-    hcs_put64(buf + 8, id);
-    hcs_put32(buf + 16, n);
-    hcs_put32(buf + 20, 0);
+    memcpy(buf, HIXL_CS_TABLE_MAGIC, 4);
+    hixl_cs_put32(buf + 4, HIXL_CS_VERSION);
+    hixl_cs_put64(buf + 8, id);
+    hixl_cs_put32(buf + 16, n);
+    hixl_cs_put32(buf + 20, 0);
     for (i = 0; i < n; ++i) {
-        hcs_put32(p, (uint32_t)e[i].type);
-        hcs_put32(p + 4, (uint32_t)e[i].tag_len);
-        hcs_put64(p + 8, e[i].addr);
-        hcs_put64(p + 16, e[i].size);
-        memcpy(p + HCS_ENTRY_HDR, e[i].tag, e[i].tag_len);
-        p += HCS_ENTRY_HDR + e[i].tag_len;
+        hixl_cs_put32(p, (uint32_t)e[i].type);
+        hixl_cs_put32(p + 4, (uint32_t)e[i].tag_len);
+        hixl_cs_put64(p + 8, e[i].addr);
+        hixl_cs_put64(p + 16, e[i].size);
+        memcpy(p + HIXL_CS_ENTRY_HDR, e[i].tag, e[i].tag_len);
+        p += HIXL_CS_ENTRY_HDR + e[i].tag_len;
     }
 }
 
-void hcs_table_free(hcs_table_t *table)
+void hixl_cs_table_free(hixl_cs_table_t *table)
 {
     if (table->tags != NULL) {
         free(table->tags[0]);   /* one block holds every tag */
@@ -108,34 +108,35 @@ void hcs_table_free(hcs_table_t *table)
 }
 
 /* One pass over the entries: check them and count the tags' bytes. */
-static int hcs_table_check(const uint8_t *p, size_t len, uint32_t count,
-                           size_t *tag_bytes, char *why, size_t whylen)
+static int hixl_cs_table_check(const uint8_t *p, size_t len, uint32_t count,
+                               size_t *tag_bytes, char *why, size_t whylen)
 {
-    size_t off = HCS_TABLE_HDR, total = 0;
+    size_t off = HIXL_CS_TABLE_HDR, total = 0;
     uint32_t i, type, tlen;
 
     for (i = 0; i < count; ++i) {
-        if (len - off < HCS_ENTRY_HDR) {
+        if (len - off < HIXL_CS_ENTRY_HDR) {
             snprintf(why, whylen, "entry %u is cut short", i);
             return -1;
         }
-        type = hcs_get32(p + off);
-        tlen = hcs_get32(p + off + 4);
+        type = hixl_cs_get32(p + off);
+        tlen = hixl_cs_get32(p + off + 4);
         if ((type != (uint32_t)COMM_MEM_TYPE_DEVICE) &&
             (type != (uint32_t)COMM_MEM_TYPE_HOST)) {
             snprintf(why, whylen, "entry %u: memory type %d", i,
                      (int32_t)type);
             return -1;
         }
-        if ((tlen > HCS_TAG_MAX) || (len - off - HCS_ENTRY_HDR < tlen)) {
+        if ((tlen > HIXL_CS_TAG_MAX) ||
+            (len - off - HIXL_CS_ENTRY_HDR < tlen)) {
             snprintf(why, whylen, "entry %u: tag of %u bytes", i, tlen);
             return -1;
         }
-        if (memchr(p + off + HCS_ENTRY_HDR, '\0', tlen) != NULL) {
+        if (memchr(p + off + HIXL_CS_ENTRY_HDR, '\0', tlen) != NULL) {
             snprintf(why, whylen, "entry %u: NUL in its tag", i);
             return -1;
         }
-        off   += HCS_ENTRY_HDR + tlen;
+        off   += HIXL_CS_ENTRY_HDR + tlen;
         total += tlen + 1;
     }
     if (off != len) {
@@ -146,28 +147,29 @@ static int hcs_table_check(const uint8_t *p, size_t len, uint32_t count,
     return 0;
 }
 
-int hcs_table_decode(const void *msg, size_t len, uint64_t *id,
-                     hcs_table_t *table, char *why, size_t whylen)
+int hixl_cs_table_decode(const void *msg, size_t len, uint64_t *id,
+                         hixl_cs_table_t *table, char *why, size_t whylen)
 {
     const uint8_t *p = msg;
-    size_t tag_bytes = 0, off = HCS_TABLE_HDR;
+    size_t tag_bytes = 0, off = HIXL_CS_TABLE_HDR;
     uint32_t count, i, tlen;
     char *block;
 
     memset(table, 0, sizeof(*table));
-    if ((len < HCS_TABLE_HDR) || memcmp(p, HCS_TABLE_MAGIC, 4) ||
-        (hcs_get32(p + 4) != HCS_VERSION) || (hcs_get32(p + 20) != 0)) {
+    if ((len < HIXL_CS_TABLE_HDR) || memcmp(p, HIXL_CS_TABLE_MAGIC, 4) ||
+        (hixl_cs_get32(p + 4) != HIXL_CS_VERSION) ||
+        (hixl_cs_get32(p + 20) != 0)) {
         snprintf(why, whylen, "not a version %u region table (%zu bytes)",
-                 HCS_VERSION, len);
+                 HIXL_CS_VERSION, len);
         return -1;
     }
-    count = hcs_get32(p + 16);
-    if (count > HCS_MAX_REGIONS) {
+    count = hixl_cs_get32(p + 16);
+    if (count > HIXL_CS_MAX_REGIONS) {
         snprintf(why, whylen, "%u regions, limit %u", count,
-                 HCS_MAX_REGIONS);
+                 HIXL_CS_MAX_REGIONS);
         return -1;
     }
-    if (hcs_table_check(p, len, count, &tag_bytes, why, whylen) != 0) {
+    if (hixl_cs_table_check(p, len, count, &tag_bytes, why, whylen) != 0) {
         return -1;
     }
     table->mems = calloc(count ? count : 1, sizeof(*table->mems));
@@ -175,23 +177,23 @@ int hcs_table_decode(const void *msg, size_t len, uint64_t *id,
     block       = malloc(tag_bytes ? tag_bytes : 1);
     if ((table->mems == NULL) || (table->tags == NULL) || (block == NULL)) {
         free(block);
-        hcs_table_free(table);
+        hixl_cs_table_free(table);
         snprintf(why, whylen, "out of memory for %u regions", count);
         return -1;
     }
     table->tags[0] = block;   /* freed through tags[0], even when empty */
     for (i = 0; i < count; ++i) {
-        tlen = hcs_get32(p + off + 4);
-        table->mems[i].type = (CommMemType)(int32_t)hcs_get32(p + off);
-        table->mems[i].addr = (void*)(uintptr_t)hcs_get64(p + off + 8);
-        table->mems[i].size = hcs_get64(p + off + 16);
+        tlen = hixl_cs_get32(p + off + 4);
+        table->mems[i].type = (CommMemType)(int32_t)hixl_cs_get32(p + off);
+        table->mems[i].addr = (void*)(uintptr_t)hixl_cs_get64(p + off + 8);
+        table->mems[i].size = hixl_cs_get64(p + off + 16);
         table->tags[i]      = block;
-        memcpy(block, p + off + HCS_ENTRY_HDR, tlen);
+        memcpy(block, p + off + HIXL_CS_ENTRY_HDR, tlen);
         block[tlen] = '\0';
         block += tlen + 1;
-        off   += HCS_ENTRY_HDR + tlen;
+        off   += HIXL_CS_ENTRY_HDR + tlen;
     }
     table->count = count;
-    *id          = hcs_get64(p + 8);
+    *id          = hixl_cs_get64(p + 8);
     return 0;
 }

@@ -2,7 +2,7 @@
 /*
  * HixlCSServer*: a listening engine whose registered regions carry tags,
  * and a thread that answers clients' requests for the region table (a
- * HCS_REQ_NAME notify in, a HCS_TABLE_NAME notify back to the sender).
+ * HIXL_CS_REQ_NAME notify in, a HIXL_CS_TABLE_NAME notify back to the sender).
  *
  * The table is built from the records at the moment of each request, so a
  * client always sees what is registered when it asks.  The thread starts
@@ -22,28 +22,28 @@
 
 /* Give a client this long to take the table before it is dropped (the
  * client asks again). */
-#define HCS_REPLY_TIMEOUT_MS 2000
+#define HIXL_CS_REPLY_TIMEOUT_MS 2000
 
-typedef struct hcs_server {
-    hixl_engine_t   *engine;
-    hcs_regions_t    regions;
-    uint32_t         port;
-    pthread_mutex_t  lock;          /* listening, thread */
-    int              listening;
-    uint32_t         backlog;
-    pthread_t        thread;
-    atomic_int       stop;
-} hcs_server_t;
+typedef struct hixl_cs_server {
+    hixl_engine_t    *engine;
+    hixl_cs_regions_t regions;
+    uint32_t          port;
+    pthread_mutex_t   lock;          /* listening, thread */
+    int               listening;
+    uint32_t          backlog;
+    pthread_t         thread;
+    atomic_int        stop;
+} hixl_cs_server_t;
 
-#define HCS_KIND_SERVER 1
+#define HIXL_CS_KIND_SERVER 1
 
-static hcs_server_t *hcs_server(HixlServerHandle handle)
+static hixl_cs_server_t *hixl_cs_server(HixlServerHandle handle)
 {
-    return hcs_live_has(handle, HCS_KIND_SERVER) ? handle : NULL;
+    return hixl_cs_live_has(handle, HIXL_CS_KIND_SERVER) ? handle : NULL;
 }
 
-#define HCS_SERVER_OR_RETURN(_s, _h) \
-    hcs_server_t *_s = hcs_server(_h); \
+#define HIXL_CS_SERVER_OR_RETURN(_s, _h) \
+    hixl_cs_server_t *_s = hixl_cs_server(_h); \
     do { \
         if (_s == NULL) { \
             return hixl_compat_error(HIXL_PARAM_INVALID, "server_handle %p " \
@@ -53,12 +53,12 @@ static hcs_server_t *hcs_server(HixlServerHandle handle)
     } while (0)
 
 /* Answer one table request from `remote`. */
-static void hcs_server_answer(hcs_server_t *s, const char *remote,
-                              uint64_t id)
+static void hixl_cs_server_answer(hixl_cs_server_t *s, const char *remote,
+                                  uint64_t id)
 {
     hixl_notify_desc_t nd;
-    hcs_entry_t *e = NULL;
-    hcs_region_t *reg;
+    hixl_cs_entry_t *e = NULL;
+    hixl_cs_region_t *reg;
     uint8_t *msg = NULL;
     uint32_t n = 0;
     size_t len;
@@ -74,10 +74,10 @@ static void hcs_server_answer(hcs_server_t *s, const char *remote,
         e[n].tag_len = reg->tag_len;
         ++n;
     }
-    len = hcs_table_len(e, n);
+    len = hixl_cs_table_len(e, n);
     msg = (e != NULL) ? malloc(len) : NULL;
     if (msg != NULL) {
-        hcs_table_encode(msg, id, e, n);
+        hixl_cs_table_encode(msg, id, e, n);
     }
     pthread_mutex_unlock(&s->regions.lock);
     free(e);
@@ -86,10 +86,10 @@ static void hcs_server_answer(hcs_server_t *s, const char *remote,
                           "asked for", remote);
         return;
     }
-    nd.name    = HCS_TABLE_NAME;
+    nd.name    = HIXL_CS_TABLE_NAME;
     nd.msg     = msg;
     nd.msg_len = len;
-    if (hixl_send_notify(s->engine, remote, &nd, HCS_REPLY_TIMEOUT_MS) !=
+    if (hixl_send_notify(s->engine, remote, &nd, HIXL_CS_REPLY_TIMEOUT_MS) !=
         HIXL_SUCCESS) {
         hixl_compat_debug("HixlCS server: table to %s: %s", remote,
                           hixl_last_error());
@@ -97,9 +97,9 @@ static void hcs_server_answer(hcs_server_t *s, const char *remote,
     free(msg);
 }
 
-static void *hcs_server_loop(void *arg)
+static void *hixl_cs_server_loop(void *arg)
 {
-    hcs_server_t *s = arg;
+    hixl_cs_server_t *s = arg;
     hixl_notify_t *got;
     unsigned idle = 0;
     size_t count, i;
@@ -108,14 +108,14 @@ static void *hcs_server_loop(void *arg)
     while (!atomic_load(&s->stop)) {
         if ((hixl_get_notifies(s->engine, &got, &count) != HIXL_SUCCESS) ||
             (count == 0)) {
-            hcs_backoff(&idle);
+            hixl_cs_backoff(&idle);
             continue;
         }
         idle = 0;
         for (i = 0; i < count; ++i) {
-            if (!strcmp(got[i].name, HCS_REQ_NAME) &&
-                (hcs_req_decode(got[i].msg, got[i].msg_len, &id) == 0)) {
-                hcs_server_answer(s, got[i].remote, id);
+            if (!strcmp(got[i].name, HIXL_CS_REQ_NAME) &&
+                (hixl_cs_req_decode(got[i].msg, got[i].msg_len, &id) == 0)) {
+                hixl_cs_server_answer(s, got[i].remote, id);
             }
         }
         hixl_release_notifies(got, count);
@@ -129,7 +129,7 @@ HixlStatus HixlCSServerCreate(const HixlServerDesc *server_desc,
 {
     char name[HIXL_ENGINE_NAME_MAX + 1];
     hixl_status_t status;
-    hcs_server_t *s;
+    hixl_cs_server_t *s;
 
     if (server_handle == NULL) {
         return hixl_compat_error(HIXL_PARAM_INVALID, "server_handle is NULL");
@@ -150,8 +150,8 @@ HixlStatus HixlCSServerCreate(const HixlServerDesc *server_desc,
     if (status == HIXL_SUCCESS) {
         /* port 0: no listening, as in CANN: a client-only engine */
         status = (server_desc->server_port != 0) ?
-                 hcs_name(name, sizeof(name), server_desc->server_ip,
-                          server_desc->server_port) :
+                 hixl_cs_name(name, sizeof(name), server_desc->server_ip,
+                              server_desc->server_port) :
                  ((strlen(server_desc->server_ip) < sizeof(name)) ?
                   HIXL_SUCCESS : hixl_compat_error(HIXL_PARAM_INVALID,
                                                    "server_ip is too long"));
@@ -166,17 +166,17 @@ HixlStatus HixlCSServerCreate(const HixlServerDesc *server_desc,
     if (s == NULL) {
         return hixl_compat_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
     }
-    status = hcs_engine(name, 0, &s->engine);
+    status = hixl_cs_engine(name, 0, &s->engine);
     if (status != HIXL_SUCCESS) {
         free(s);
         return status;
     }
-    if (hcs_live_add(s, HCS_KIND_SERVER) != 0) {
+    if (hixl_cs_live_add(s, HIXL_CS_KIND_SERVER) != 0) {
         hixl_finalize(s->engine);
         free(s);
         return hixl_compat_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
     }
-    hcs_regions_init(&s->regions);
+    hixl_cs_regions_init(&s->regions);
     pthread_mutex_init(&s->lock, NULL);
     atomic_init(&s->stop, 0);
     s->port        = server_desc->server_port;
@@ -191,12 +191,12 @@ HixlStatus HixlCSServerRegMem(HixlServerHandle server_handle,
                               const char *mem_tag, const CommMem *mem,
                               MemHandle *mem_handle)
 {
-    HCS_SERVER_OR_RETURN(s, server_handle);
+    HIXL_CS_SERVER_OR_RETURN(s, server_handle);
     if ((mem == NULL) || (mem_handle == NULL)) {
         return hixl_compat_error(HIXL_PARAM_INVALID, "%s is NULL",
                                  (mem == NULL) ? "mem" : "mem_handle");
     }
-    return hcs_region_add(s->engine, &s->regions, mem_tag, mem, mem_handle);
+    return hixl_cs_region_add(s->engine, &s->regions, mem_tag, mem, mem_handle);
 }
 
 HixlStatus HixlCSServerListen(HixlServerHandle server_handle,
@@ -204,14 +204,14 @@ HixlStatus HixlCSServerListen(HixlServerHandle server_handle,
 {
     HixlStatus status = HIXL_SUCCESS;
 
-    HCS_SERVER_OR_RETURN(s, server_handle);
+    HIXL_CS_SERVER_OR_RETURN(s, server_handle);
     pthread_mutex_lock(&s->lock);
     if (s->listening) {
         status = hixl_compat_error(HIXL_FAILED, "server %s listens already",
                                    hixl_engine_name(s->engine));
     } else if (s->port == 0) {
         s->listening = 1;   /* nothing to listen on: server_port 0 */
-    } else if (pthread_create(&s->thread, NULL, hcs_server_loop, s) != 0) {
+    } else if (pthread_create(&s->thread, NULL, hixl_cs_server_loop, s) != 0) {
         status = hixl_compat_error(HIXL_FAILED, "cannot start the server's "
                                    "thread");
     } else {
@@ -225,11 +225,11 @@ HixlStatus HixlCSServerListen(HixlServerHandle server_handle,
 HixlStatus HixlCSServerUnregMem(HixlServerHandle server_handle,
                                 MemHandle mem_handle)
 {
-    HCS_SERVER_OR_RETURN(s, server_handle);
+    HIXL_CS_SERVER_OR_RETURN(s, server_handle);
     if (mem_handle == NULL) {
         return hixl_compat_error(HIXL_PARAM_INVALID, "mem_handle is NULL");
     }
-    return hcs_region_remove(s->engine, &s->regions, mem_handle);
+    return hixl_cs_region_remove(s->engine, &s->regions, mem_handle);
 }
 
 /* Frees the server whatever happens, as CANN's does. */
@@ -237,14 +237,14 @@ HixlStatus HixlCSServerDestroy(HixlServerHandle server_handle)
 {
     hixl_status_t status;
 
-    HCS_SERVER_OR_RETURN(s, server_handle);
-    hcs_live_del(s);
+    HIXL_CS_SERVER_OR_RETURN(s, server_handle);
+    hixl_cs_live_del(s);
     atomic_store(&s->stop, 1);
     if (s->listening == 2) {
         pthread_join(s->thread, NULL);
     }
     status   = hixl_finalize(s->engine);
-    hcs_regions_fini(&s->regions);
+    hixl_cs_regions_fini(&s->regions);
     pthread_mutex_destroy(&s->lock);
     free(s);
     return status;

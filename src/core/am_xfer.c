@@ -192,8 +192,7 @@ hixl_status_t hixl_am_init(hixl_engine_t *engine)
         return hixl_error(HIXL_FAILED, "cannot create a UCX datatype: %s",
                           ucs_status_string(ustatus));
     }
-    hixl_progress_add(engine, hixl_am_progress);
-    return HIXL_SUCCESS;
+    return hixl_progress_add(engine, hixl_am_progress);
 }
 
 void hixl_am_cleanup(hixl_engine_t *engine)

@@ -404,6 +404,7 @@ void hixl_engine_free(hixl_engine_t *engine)
     hixl_req_pool_cleanup(&engine->reqs);
     hixl_mem_table_cleanup(&engine->mem);
     hixl_progress_cleanup(engine);
+    hixl_peer_hooks_cleanup(engine);
     if (engine->ucp_context != NULL) {
         ucp_cleanup(engine->ucp_context);
     }

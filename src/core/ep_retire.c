@@ -414,9 +414,11 @@ hixl_status_t hixl_retire_init(hixl_engine_t *engine)
 {
     hixl_status_t status;
 
-    hixl_progress_add(engine, hixl_retire_progress);
-    status = hixl_am_set_handler(engine, engine->ucp_worker,
-                                 HIXL_AM_UNBIND_ACK, hixl_retire_on_ack);
+    status = hixl_progress_add(engine, hixl_retire_progress);
+    if (status == HIXL_SUCCESS) {
+        status = hixl_am_set_handler(engine, engine->ucp_worker,
+                                     HIXL_AM_UNBIND_ACK, hixl_retire_on_ack);
+    }
     if ((status == HIXL_SUCCESS) && (engine->ucp_worker_in != NULL)) {
         status = hixl_am_set_handler(engine, engine->ucp_worker_in,
                                      HIXL_AM_UNBIND, hixl_retire_on_unbind);

@@ -5,6 +5,7 @@
 #include "config.h"
 #include "core/peer.h"
 #include "core/engine.h"
+#include "util/array.h"
 #include "util/debug.h"
 #include "util/log.h"
 
@@ -14,14 +15,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-void hixl_peer_hooks_add(hixl_engine_t *engine,
-                         const hixl_peer_hooks_t *hooks)
+hixl_status_t hixl_peer_hooks_add(hixl_engine_t *engine,
+                                  const hixl_peer_hooks_t *hooks)
 {
     hixl_peer_table_t *t = &engine->peers;
 
-    if (t->nhooks < HIXL_PEER_MAX_HOOKS) {
-        t->hooks[t->nhooks++] = hooks;
+    /* grows rather than drops: a module left out would never learn of a
+     * peer's end and leak what it holds for it */
+    if (hixl_array_reserve(&t->hooks, &t->hooks_cap, t->nhooks + 1,
+                           sizeof(*t->hooks), 8) != 0) {
+        return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for the "
+                          "peer hooks of %s", hooks->name);
     }
+    t->hooks[t->nhooks++] = hooks;
+    return HIXL_SUCCESS;
+}
+
+void hixl_peer_hooks_cleanup(hixl_engine_t *engine)
+{
+    hixl_peer_table_t *t = &engine->peers;
+
+    free(t->hooks);
+    t->hooks     = NULL;
+    t->hooks_cap = 0;
+    t->nhooks    = 0;
 }
 
 hixl_peer_t *hixl_peer_create(hixl_engine_t *engine, int fd, int outgoing)

@@ -110,13 +110,12 @@ typedef struct hixl_peer_hooks {
     void          (*destroy)(hixl_peer_t *peer);
 } hixl_peer_hooks_t;
 
-#define HIXL_PEER_MAX_HOOKS 8
-
 typedef struct hixl_peer_table {
     hixl_peer_t             *head;
     unsigned                 count;
     uint64_t                 next_serial;
-    const hixl_peer_hooks_t *hooks[HIXL_PEER_MAX_HOOKS];
+    const hixl_peer_hooks_t **hooks;    /* grows (util/array.h) */
+    size_t                   hooks_cap;
     unsigned                 nhooks;
     /* injected by ctrl/: AutoConnect, and why a connection ended */
     hixl_status_t          (*connect)(hixl_engine_t *engine,
@@ -125,10 +124,15 @@ typedef struct hixl_peer_table {
                                            const char *remote, int outgoing);
 } hixl_peer_table_t;
 
-/* Register hooks (engine set-up); called in registration order on ready
- * and accepted, in reverse order on closing, closed and destroy. */
-void hixl_peer_hooks_add(hixl_engine_t *engine,
-                         const hixl_peer_hooks_t *hooks);
+/* Register hooks (engine set-up, before any peer exists: the table may
+ * move); called in registration order on ready and accepted, in reverse
+ * order on closing, closed and destroy.  RESOURCE_EXHAUSTED, with the
+ * last error set, when the table cannot grow: the caller's set-up fails. */
+hixl_status_t hixl_peer_hooks_add(hixl_engine_t *engine,
+                                  const hixl_peer_hooks_t *hooks);
+
+/* Forget every hook (engine teardown, after the last peer went). */
+void hixl_peer_hooks_cleanup(hixl_engine_t *engine);
 
 /* New peer around a connected socket, in HANDSHAKE, listed and watched
  * (engine->lock held); NULL with the caller's last error set, and the

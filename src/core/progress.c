@@ -5,6 +5,7 @@
 #include "config.h"
 #include "core/progress.h"
 #include "core/engine.h"
+#include "util/array.h"
 #include "util/debug.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -86,15 +87,27 @@ void hixl_progress_cleanup(hixl_engine_t *engine)
         p->epfd = -1;
     }
     pthread_mutex_destroy(&p->poll_lock);
+    free(p->fns);
+    free(p->periodic);
+    p->fns      = NULL;
+    p->periodic = NULL;
+    p->fns_cap  = p->periodic_cap = 0;
+    p->nfns     = p->nperiodic    = 0;
 }
 
-void hixl_progress_add(hixl_engine_t *engine, hixl_progress_fn_t fn)
+/* The tables grow rather than drop a callback: a module whose progress
+ * never ran would leave its operations pending for good. */
+hixl_status_t hixl_progress_add(hixl_engine_t *engine, hixl_progress_fn_t fn)
 {
     hixl_progress_t *p = &engine->progress;
 
-    if (p->nfns < HIXL_PROGRESS_MAX_FNS) {
-        p->fns[p->nfns++] = fn;
+    if (hixl_array_reserve(&p->fns, &p->fns_cap, p->nfns + 1,
+                           sizeof(*p->fns), 8) != 0) {
+        return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for a "
+                          "progress callback");
     }
+    p->fns[p->nfns++] = fn;
+    return HIXL_SUCCESS;
 }
 
 void hixl_progress_on_socket(hixl_engine_t *engine, hixl_poll_kind_t kind,
@@ -103,13 +116,18 @@ void hixl_progress_on_socket(hixl_engine_t *engine, hixl_poll_kind_t kind,
     engine->progress.poll_fns[kind] = fn;
 }
 
-void hixl_progress_periodic(hixl_engine_t *engine, hixl_periodic_fn_t fn)
+hixl_status_t hixl_progress_periodic(hixl_engine_t *engine,
+                                     hixl_periodic_fn_t fn)
 {
     hixl_progress_t *p = &engine->progress;
 
-    if (p->nperiodic < HIXL_PROGRESS_MAX_FNS) {
-        p->periodic[p->nperiodic++] = fn;
+    if (hixl_array_reserve(&p->periodic, &p->periodic_cap, p->nperiodic + 1,
+                           sizeof(*p->periodic), 8) != 0) {
+        return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for a "
+                          "periodic callback");
     }
+    p->periodic[p->nperiodic++] = fn;
+    return HIXL_SUCCESS;
 }
 
 hixl_status_t hixl_progress_watch(hixl_engine_t *engine, int fd,

@@ -50,7 +50,6 @@ typedef void (*hixl_poll_fn_t)(hixl_engine_t *engine, uint64_t key,
                                uint32_t events);
 typedef void (*hixl_periodic_fn_t)(hixl_engine_t *engine, uint64_t now_ns);
 
-#define HIXL_PROGRESS_MAX_FNS 8
 #define HIXL_PERIODIC_NS      100000000ull   /* 100 ms */
 
 typedef struct hixl_progress {
@@ -71,25 +70,32 @@ typedef struct hixl_progress {
     atomic_int         flush_wanted;  /* an endpoint flush is due */
     uint64_t           gap_ns;        /* between events, smoothed (the
                                          thread's own) */
-    hixl_progress_fn_t fns[HIXL_PROGRESS_MAX_FNS];
+    hixl_progress_fn_t *fns;          /* grows (util/array.h) */
+    size_t             fns_cap;
     unsigned           nfns;
     hixl_poll_fn_t     poll_fns[HIXL_POLL_KINDS];
-    hixl_periodic_fn_t periodic[HIXL_PROGRESS_MAX_FNS];
+    hixl_periodic_fn_t *periodic;     /* grows (util/array.h) */
+    size_t             periodic_cap;
     unsigned           nperiodic;
 } hixl_progress_t;
 
-/* The epoll set and UCX's event fd (engine->ucp_worker exists). */
+/* The epoll set and UCX's event fd (engine->ucp_worker exists).  Cleanup
+ * also forgets the plug-ins, which may be added before init. */
 hixl_status_t hixl_progress_init(hixl_engine_t *engine);
 void hixl_progress_cleanup(hixl_engine_t *engine);
 
 /* ucp_worker_progress of both workers. */
 unsigned hixl_progress_ucx(hixl_engine_t *engine);
 
-/* Plug in (engine set-up, before the thread starts). */
-void hixl_progress_add(hixl_engine_t *engine, hixl_progress_fn_t fn);
+/* Plug in (engine set-up, before the thread starts and before any call
+ * progresses: the tables may move).  Adding a progress or a periodic
+ * callback returns RESOURCE_EXHAUSTED, with the last error set, when its
+ * table cannot grow: the caller's set-up fails. */
+hixl_status_t hixl_progress_add(hixl_engine_t *engine, hixl_progress_fn_t fn);
 void hixl_progress_on_socket(hixl_engine_t *engine, hixl_poll_kind_t kind,
                              hixl_poll_fn_t fn);
-void hixl_progress_periodic(hixl_engine_t *engine, hixl_periodic_fn_t fn);
+hixl_status_t hixl_progress_periodic(hixl_engine_t *engine,
+                                     hixl_periodic_fn_t fn);
 
 /* Add a socket to the epoll set for input (kind, key). */
 hixl_status_t hixl_progress_watch(hixl_engine_t *engine, int fd,

@@ -140,6 +140,8 @@ static const char *hixl_ctrl_ended_reason(hixl_engine_t *engine,
 
 hixl_status_t hixl_ctrl_init(hixl_engine_t *engine)
 {
+    hixl_status_t status;
+
     engine->ctrl = calloc(1, sizeof(*engine->ctrl));
     if (engine->ctrl == NULL) {
         return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
@@ -147,8 +149,13 @@ hixl_status_t hixl_ctrl_init(hixl_engine_t *engine)
     engine->ctrl->listen_fd    = -1;
     engine->peers.connect      = hixl_ctrl_auto_connect;
     engine->peers.ended_reason = hixl_ctrl_ended_reason;
-    hixl_peer_hooks_add(engine, &hixl_ctrl_hooks);
-    hixl_progress_periodic(engine, hixl_ctrl_reap_handshakes);
+    status = hixl_peer_hooks_add(engine, &hixl_ctrl_hooks);
+    if (status == HIXL_SUCCESS) {
+        status = hixl_progress_periodic(engine, hixl_ctrl_reap_handshakes);
+    }
+    if (status != HIXL_SUCCESS) {
+        return status;
+    }
     hixl_dispatch_init(engine);
     hixl_connect_init(engine);
     hixl_accept_init(engine);

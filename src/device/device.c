@@ -69,6 +69,7 @@ static void hixl_dev_open_plugins(hixl_engine_t *engine, hixl_dev_t *dev)
 hixl_status_t hixl_dev_init(hixl_engine_t *engine)
 {
     pthread_mutexattr_t attr;
+    hixl_status_t status;
     hixl_dev_t *dev;
 
     dev = calloc(1, sizeof(*dev));
@@ -86,7 +87,10 @@ hixl_status_t hixl_dev_init(hixl_engine_t *engine)
     engine->dev      = dev;
     engine->rdev_put = hixl_dev_rdev_put;
     hixl_dev_local_engine(engine, 1);
-    hixl_progress_add(engine, hixl_dev_progress);
+    status = hixl_progress_add(engine, hixl_dev_progress);
+    if (status != HIXL_SUCCESS) {
+        return status;
+    }
     if (strcmp(engine->opts.plugins, "none")) {
         hixl_plugins_scan(engine->opts.plugin_dir,
                           engine->opts.plugin_install_dir);

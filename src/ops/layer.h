@@ -12,6 +12,6 @@ hixl_status_t hixl_layer_init(hixl_engine_t *engine);
 void hixl_layer_cleanup(hixl_engine_t *engine);
 
 /* layer_flush.c's part of the set-up (its peer hooks). */
-void hixl_layer_flush_init(hixl_engine_t *engine);
+hixl_status_t hixl_layer_flush_init(hixl_engine_t *engine);
 
 #endif

@@ -205,7 +205,7 @@ static const hixl_peer_hooks_t hixl_layer_flush_hooks = {
     .destroy = hixl_layer_out_destroy,
 };
 
-void hixl_layer_flush_init(hixl_engine_t *engine)
+hixl_status_t hixl_layer_flush_init(hixl_engine_t *engine)
 {
-    hixl_peer_hooks_add(engine, &hixl_layer_flush_hooks);
+    return hixl_peer_hooks_add(engine, &hixl_layer_flush_hooks);
 }

@@ -337,12 +337,19 @@ hixl_status_t hixl_test_layer(hixl_engine_t *engine, const char *source,
 
 hixl_status_t hixl_layer_init(hixl_engine_t *engine)
 {
+    hixl_status_t status;
+
     engine->layers = calloc(1, sizeof(*engine->layers));
     if (engine->layers == NULL) {
         return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
     }
-    hixl_layer_flush_init(engine);
-    hixl_peer_hooks_add(engine, &hixl_layer_wait_hooks);
+    status = hixl_layer_flush_init(engine);
+    if (status == HIXL_SUCCESS) {
+        status = hixl_peer_hooks_add(engine, &hixl_layer_wait_hooks);
+    }
+    if (status != HIXL_SUCCESS) {
+        return status;
+    }
     hixl_ctrl_handle(engine, CTRL_LAYER, hixl_on_layer,
                      HIXL_CTRL_ON_ACCEPTED | HIXL_CTRL_WHEN_READY);
     return HIXL_SUCCESS;

@@ -548,6 +548,10 @@ void hixl_memory_cleanup(hixl_engine_t *engine)
  * copies to a process of this host that allows them (core/cma.h), else
  * the library's own messages.  hixl.DataPath forces one.
  */
+static const char *const hixl_rpath_names[] = {   /* hixl_rpath_t */
+    "rma", "am", "cma", "map"
+};
+
 static hixl_rpath_t hixl_rregion_path(hixl_engine_t *engine,
                                       hixl_peer_t *peer, hixl_rregion_t *rr)
 {
@@ -637,6 +641,10 @@ static int hixl_on_mem_add(hixl_engine_t *engine, hixl_peer_t *peer,
         }
     }
     rr->path = hixl_rregion_path(engine, peer, rr);
+    /* which path a peer's region takes is otherwise invisible: the rma
+     * variants of the tests look for this line (test/rma_path.sh) */
+    hixl_log_debug("%s: region [0x%" PRIx64 ", +%" PRIu64 ") by path %s",
+                   peer->name, addr, len, hixl_rpath_names[rr->path]);
     if ((rr->mapped != NULL) &&
         (engine->opts.prefault != HIXL_PREFAULT_NONE)) {
         hixl_prefault_later(engine, rr->mapped, len);   /* mapped here */
@@ -814,12 +822,16 @@ hixl_status_t hixl_memory_init(hixl_engine_t *engine)
 {
     unsigned table = HIXL_CTRL_ON_OUTGOING | HIXL_CTRL_ANY_STATE;
     unsigned ready = HIXL_CTRL_ON_EITHER | HIXL_CTRL_WHEN_READY;
+    hixl_status_t status;
 
     engine->memory = calloc(1, sizeof(*engine->memory));
     if (engine->memory == NULL) {
         return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
     }
-    hixl_peer_hooks_add(engine, &hixl_memory_hooks);
+    status = hixl_peer_hooks_add(engine, &hixl_memory_hooks);
+    if (status != HIXL_SUCCESS) {
+        return status;
+    }
     hixl_ctrl_handle(engine, CTRL_MEM_ADD, hixl_on_mem_add, table);
     hixl_ctrl_handle(engine, CTRL_MEM_DEL, hixl_on_mem_del, table);
     hixl_ctrl_handle(engine, CTRL_SYNC, hixl_on_sync, ready);

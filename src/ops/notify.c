@@ -445,12 +445,16 @@ void hixl_release_notifies(hixl_notify_t *notifies, size_t count)
 hixl_status_t hixl_notify_init(hixl_engine_t *engine)
 {
     unsigned when = HIXL_CTRL_ON_EITHER | HIXL_CTRL_WHEN_READY;
+    hixl_status_t status;
 
     engine->notifies = calloc(1, sizeof(*engine->notifies));
     if (engine->notifies == NULL) {
         return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
     }
-    hixl_peer_hooks_add(engine, &hixl_notify_hooks);
+    status = hixl_peer_hooks_add(engine, &hixl_notify_hooks);
+    if (status != HIXL_SUCCESS) {
+        return status;
+    }
     hixl_ctrl_handle(engine, CTRL_NOTIFY, hixl_on_notify, when);
     hixl_ctrl_handle(engine, CTRL_NOTIFY_ACK, hixl_on_notify_ack, when);
     return HIXL_SUCCESS;

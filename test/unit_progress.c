@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Unit: the registrations of progress (src/core/progress.c), without UCX.
+ * Their tables once held 8 callbacks each and dropped the ninth without a
+ * word: a module whose progress never runs leaves its operations pending
+ * for good.  They grow: every callback registered stays, in order.
+ */
+#include "config.h"
+#include "harness.h"
+#include "unit_core.h"
+
+#define MANY 40   /* five times the old limit */
+
+static unsigned periodic_runs;
+
+static void count_periodic(hixl_engine_t *engine, uint64_t now_ns)
+{
+    (void)engine;
+    (void)now_ns;
+    ++periodic_runs;
+}
+
+static unsigned count_progress(hixl_engine_t *engine)
+{
+    (void)engine;
+    return 1;
+}
+
+static unsigned last_progress(hixl_engine_t *engine)
+{
+    (void)engine;
+    return 1000;
+}
+
+START_TEST(test_many_progress_callbacks)
+{
+    hixl_engine_t *engine = ut_engine_new(4);
+    hixl_progress_t *p    = &engine->progress;
+    unsigned i, sum = 0;
+
+    for (i = 0; i < MANY; ++i) {
+        hx_ok(hixl_progress_add(engine, count_progress));
+    }
+    hx_ok(hixl_progress_add(engine, last_progress));
+    ck_assert_uint_eq(p->nfns, MANY + 1);
+    /* hixl_progress needs a UCX worker: run the table as it does */
+    for (i = 0; i < p->nfns; ++i) {
+        sum += p->fns[i](engine);
+    }
+    ck_assert_uint_eq(sum, MANY + 1000);
+    ck_assert_ptr_eq(p->fns[MANY], last_progress);
+    ut_engine_free(engine);
+}
+END_TEST
+
+START_TEST(test_many_periodic_callbacks)
+{
+    hixl_engine_t *engine = ut_engine_new(4);
+    unsigned i;
+
+    for (i = 0; i < MANY; ++i) {
+        hx_ok(hixl_progress_periodic(engine, count_periodic));
+    }
+    ck_assert_uint_eq(engine->progress.nperiodic, MANY);
+    /* the periodic work is due at once (never run yet); without a
+     * progress thread the sockets are looked at every 256th call */
+    periodic_runs = 0;
+    pthread_mutex_unlock(&engine->lock);   /* progress takes it itself */
+    for (i = 0; (i < 256) && (periodic_runs == 0); ++i) {
+        hixl_progress_control(engine);
+    }
+    pthread_mutex_lock(&engine->lock);
+    ck_assert_uint_eq(periodic_runs, MANY);
+    ut_engine_free(engine);
+}
+END_TEST
+
+static Suite *unit_progress_suite(void)
+{
+    Suite *s  = suite_create("unit_progress");
+    TCase *tc = hx_tcase("registrations");
+
+    tcase_add_test(tc, test_many_progress_callbacks);
+    tcase_add_test(tc, test_many_periodic_callbacks);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return hx_main(unit_progress_suite());
+}
