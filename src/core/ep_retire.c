@@ -4,7 +4,7 @@
  */
 #include "config.h"
 #include "core/ep_retire.h"
-#include "core/am_xfer.h"
+#include "core/am.h"
 #include "core/engine.h"
 #include "core/peer.h"
 #include "util/clock.h"
@@ -251,20 +251,14 @@ void hixl_retire_cleanup(hixl_engine_t *engine)
     }
 }
 
-static ucs_status_t hixl_retire_on_ack(void *arg, const void *header,
-                                       size_t header_length, void *data,
-                                       size_t length,
-                                       const ucp_am_recv_param_t *param)
+/* UNBIND_ACK (checked by the dispatcher: ours) */
+static ucs_status_t hixl_retire_on_ack(hixl_engine_t *engine,
+                                       const hixl_am_hdr_t *h, void *data,
+                                       size_t length, ucp_ep_h reply_ep)
 {
-    hixl_engine_t *engine  = arg;
-    hixl_am_hdr_t hbuf;
-    const hixl_am_hdr_t *h = hixl_am_hdr_check(header, header_length, &hbuf);
-    hixl_retires_t *l      = &engine->retires;
+    hixl_retires_t *l = &engine->retires;
     hixl_retire_t *r;
 
-    if (h == NULL) {
-        return UCS_OK;
-    }
     /* the endpoint is closed later, from progress: UCX is inside a
      * receive on it now */
     pthread_mutex_lock(&l->lock);
@@ -381,29 +375,23 @@ void hixl_retire_reply_ep(hixl_engine_t *engine, ucp_ep_h ep, uint64_t conn,
     }
 }
 
-/* Only the connector of reply_ep can send on it: an UNBIND ends nothing
- * but the sender's own connection. */
-static ucs_status_t hixl_retire_on_unbind(void *arg, const void *header,
-                                          size_t header_length, void *data,
-                                          size_t length,
-                                          const ucp_am_recv_param_t *param)
+/* UNBIND (checked by the dispatcher: ours, with its reply_ep).  Only the
+ * connector of reply_ep can send on it: an UNBIND ends nothing but the
+ * sender's own connection. */
+static ucs_status_t hixl_retire_on_unbind(hixl_engine_t *engine,
+                                          const hixl_am_hdr_t *h, void *data,
+                                          size_t length, ucp_ep_h reply_ep)
 {
-    hixl_engine_t *engine  = arg;
-    hixl_am_hdr_t hbuf;
-    const hixl_am_hdr_t *h = hixl_am_hdr_check(header, header_length, &hbuf);
     hixl_am_hdr_t ack;
 
-    if ((h == NULL) || !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
-        return UCS_OK;
-    }
-    hixl_served_unbind(engine, h->conn, param->reply_ep);
+    hixl_served_unbind(engine, h->conn, reply_ep);
     ack        = *h;
     ack.status = HIXL_SUCCESS;
-    hixl_am_send_small(engine, param->reply_ep, HIXL_AM_UNBIND_ACK, &ack,
+    hixl_am_send_small(engine, reply_ep, HIXL_AM_UNBIND_ACK, &ack,
                        NULL, 0, 0, NULL, NULL);
     if (h->flags & HIXL_AM_FLAG_ERR_PEER) {   /* else UCX refuses to force */
         /* the flush also sees the answer out before the close */
-        hixl_retire_reply_ep(engine, param->reply_ep, h->conn, "UNBIND");
+        hixl_retire_reply_ep(engine, reply_ep, h->conn, "UNBIND");
     }
     return UCS_OK;
 }
@@ -416,10 +404,11 @@ hixl_status_t hixl_retire_init(hixl_engine_t *engine)
 
     hixl_progress_add(engine, hixl_retire_progress);
     status = hixl_am_set_handler(engine, engine->ucp_worker,
-                                 HIXL_AM_UNBIND_ACK, hixl_retire_on_ack);
+                                 HIXL_AM_UNBIND_ACK, 0, hixl_retire_on_ack);
     if ((status == HIXL_SUCCESS) && (engine->ucp_worker_in != NULL)) {
         status = hixl_am_set_handler(engine, engine->ucp_worker_in,
-                                     HIXL_AM_UNBIND, hixl_retire_on_unbind);
+                                     HIXL_AM_UNBIND, HIXL_AM_RECV_REPLY_EP,
+                                     hixl_retire_on_unbind);
     }
     return status;
 }

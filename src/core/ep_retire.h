@@ -44,7 +44,7 @@
  * UCX reports an error on it.  A flush that cannot finish (the peer is cut
  * off) keeps the endpoint, and only UCX's data queued on it, until the
  * network heals or TCP gives up; the library's own data messages copy what
- * they send (core/am_xfer.c), so no caller's buffer is read after its
+ * they send (core/am_data.c), so no caller's buffer is read after its
  * transfer ended.  The listener retires an endpoint whose connection ended
  * without UNBIND when the next message of it arrives (a partition healed:
  * the connector's queued bytes come); otherwise UCX's keepalive ends it.

@@ -5,7 +5,7 @@
  */
 #include "config.h"
 #include "core/served.h"
-#include "core/am_xfer.h"
+#include "core/am.h"
 #include "core/engine.h"
 #include "util/array.h"
 #include "util/clock.h"
@@ -149,27 +149,21 @@ void hixl_served_cleanup(hixl_engine_t *engine)
     memset(&engine->served, 0, sizeof(engine->served));
 }
 
-static ucs_status_t hixl_served_on_bind(void *arg, const void *header,
-                                        size_t header_length, void *data,
-                                        size_t length,
-                                        const ucp_am_recv_param_t *param)
+/* BIND (checked by the dispatcher: ours, with its reply_ep) */
+static ucs_status_t hixl_served_on_bind(hixl_engine_t *engine,
+                                        const hixl_am_hdr_t *h, void *data,
+                                        size_t length, ucp_ep_h reply_ep)
 {
-    hixl_engine_t *engine  = arg;
-    hixl_am_hdr_t hbuf;
-    const hixl_am_hdr_t *h = hixl_am_hdr_check(header, header_length, &hbuf);
     hixl_served_slot_t *slot;
     hixl_am_hdr_t ack;
 
-    if ((h == NULL) || !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
-        return UCS_OK;
-    }
     ack        = *h;
     ack.status = HIXL_FAILED;
     pthread_rwlock_wrlock(&engine->serve_lock);
     slot = hixl_served_find(engine, h->conn);
     if ((slot != NULL) && (slot->state == HIXL_SERVED_PENDING)) {
         slot->state = HIXL_SERVED_BOUND;
-        slot->ep    = param->reply_ep;
+        slot->ep    = reply_ep;
         ack.status  = HIXL_SUCCESS;
     }
     pthread_rwlock_unlock(&engine->serve_lock);
@@ -178,8 +172,8 @@ static ucs_status_t hixl_served_on_bind(void *arg, const void *header,
                       h->conn);
     }
     /* reply_ep is alive here: UCX passed it to this very callback */
-    hixl_am_send_small(engine, param->reply_ep, HIXL_AM_BIND_ACK, &ack, NULL,
-                       0, 0, NULL, NULL);
+    hixl_am_send_small(engine, reply_ep, HIXL_AM_BIND_ACK, &ack, NULL, 0, 0,
+                       NULL, NULL);
     return UCS_OK;
 }
 
@@ -189,5 +183,5 @@ hixl_status_t hixl_served_init(hixl_engine_t *engine)
         return HIXL_SUCCESS;
     }
     return hixl_am_set_handler(engine, engine->ucp_worker_in, HIXL_AM_BIND,
-                               hixl_served_on_bind);
+                               HIXL_AM_RECV_REPLY_EP, hixl_served_on_bind);
 }
