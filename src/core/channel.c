@@ -111,7 +111,6 @@ static void hixl_chan_ucp_flushed(void *request, ucs_status_t status,
 static ucs_status_ptr_t hixl_chan_flush(hixl_epf_t *epf, void *ep)
 {
     hixl_chan_t *chan = epf->owner;
-    ucp_request_param_t param;
     ucs_status_ptr_t sp;
     int slot          = chan->cur;
 
@@ -122,12 +121,7 @@ static ucs_status_ptr_t hixl_chan_flush(hixl_epf_t *epf, void *ep)
     atomic_store(&chan->flush_status, UCS_OK);
     atomic_store(&chan->flush_parts, 2);
     atomic_store(&chan->flush_slot, -1);
-    memset(&param, 0, sizeof(param));
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                         UCP_OP_ATTR_FIELD_USER_DATA;
-    param.cb.send      = hixl_chan_ucp_flushed;
-    param.user_data    = chan;
-    sp = ucp_ep_flush_nbx((ucp_ep_h)ep, &param);
+    sp = hixl_epf_ucp_post(ep, hixl_chan_ucp_flushed, chan);
     if (!UCS_PTR_IS_PTR(sp)) {
         hixl_chan_part_done(chan, UCS_PTR_STATUS(sp));
     }

@@ -6,6 +6,7 @@
 #include "core/ep_retire.h"
 #include "core/am.h"
 #include "core/engine.h"
+#include "core/ep_flush.h"
 #include "core/peer.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -62,18 +63,14 @@ static void hixl_retire_flushed(void *request, ucs_status_t status,
     hixl_retire_release(r);
 }
 
-/* Flush r's endpoint; its completion marks r (at once if nothing is out). */
+/* Flush r's endpoint; its completion marks r (at once if nothing is out).
+ * Its flush service was closed before (ep_flush.h says why this flush is
+ * not one of the service's). */
 static void hixl_retire_flush(hixl_retire_t *r)
 {
-    ucp_request_param_t param;
     ucs_status_ptr_t sp;
 
-    memset(&param, 0, sizeof(param));
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                         UCP_OP_ATTR_FIELD_USER_DATA;
-    param.cb.send      = hixl_retire_flushed;
-    param.user_data    = r;
-    sp = ucp_ep_flush_nbx(r->ep, &param);
+    sp = hixl_epf_ucp_post(r->ep, hixl_retire_flushed, r);
     if (!UCS_PTR_IS_PTR(sp)) {
         r->flushed = UCS_PTR_IS_ERR(sp) ? -1 : 1;
         hixl_retire_release(r);   /* no callback will come */
@@ -337,7 +334,6 @@ void hixl_retire_reply_ep(hixl_engine_t *engine, ucp_ep_h ep, uint64_t conn,
 {
     hixl_retires_t *l = &engine->retires;
     hixl_reply_retire_t *rr;
-    ucp_request_param_t param;
     ucs_status_ptr_t sp;
 
     pthread_mutex_lock(&l->lock);
@@ -360,12 +356,8 @@ void hixl_retire_reply_ep(hixl_engine_t *engine, ucp_ep_h ep, uint64_t conn,
     }
     hixl_log_debug("retiring the endpoint of connection %" PRIx64 ": %s",
                    conn, why);
-    memset(&param, 0, sizeof(param));
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                         UCP_OP_ATTR_FIELD_USER_DATA;
-    param.cb.send      = hixl_retire_reply_flushed;
-    param.user_data    = rr;
-    sp = ucp_ep_flush_nbx(ep, &param);
+    /* a served endpoint has no flush service (ep_flush.h) */
+    sp = hixl_epf_ucp_post(ep, hixl_retire_reply_flushed, rr);
     if (!UCS_PTR_IS_PTR(sp)) {
         hixl_retire_reply_unlist(l, ep);
         if (sp == NULL) {
