@@ -224,7 +224,6 @@ void hixl_peer_ep_close(hixl_engine_t *engine, hixl_peer_t *peer,
                   (atomic_load(&peer->chan->bound) == 1);
     int retire  = ucx_ok && (peer->end != HIXL_PEER_END_ABRUPT);
 
-    hixl_served_close(engine, peer);   /* accepted: the endpoint we own */
     if (peer->epf != NULL) {
         hixl_epf_close(peer->epf, status);   /* no flush may be issued now */
         peer->epf = NULL;

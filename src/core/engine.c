@@ -206,6 +206,7 @@ static hixl_status_t hixl_engine_init(hixl_engine_t *engine,
     if (status != HIXL_SUCCESS) {
         return status;
     }
+    hixl_peers_init(engine);
     status = hixl_engine_ucx_init(engine);
     if (status == HIXL_SUCCESS) {
         status = hixl_am_init(engine);

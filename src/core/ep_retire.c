@@ -367,40 +367,11 @@ void hixl_retire_reply_ep(hixl_engine_t *engine, ucp_ep_h ep, uint64_t conn,
     }
 }
 
-/* UNBIND (checked by the dispatcher: ours, with its reply_ep).  Only the
- * connector of reply_ep can send on it: an UNBIND ends nothing but the
- * sender's own connection. */
-static ucs_status_t hixl_retire_on_unbind(hixl_engine_t *engine,
-                                          const hixl_am_hdr_t *h, void *data,
-                                          size_t length, ucp_ep_h reply_ep)
-{
-    hixl_am_hdr_t ack;
-
-    hixl_served_unbind(engine, h->conn, reply_ep);
-    ack        = *h;
-    ack.status = HIXL_SUCCESS;
-    hixl_am_send_small(engine, reply_ep, HIXL_AM_UNBIND_ACK, &ack,
-                       NULL, 0, 0, NULL, NULL);
-    if (h->flags & HIXL_AM_FLAG_ERR_PEER) {   /* else UCX refuses to force */
-        /* the flush also sees the answer out before the close */
-        hixl_retire_reply_ep(engine, reply_ep, h->conn, "UNBIND");
-    }
-    return UCS_OK;
-}
-
 /* ---- set-up ------------------------------------------------------------------- */
 
 hixl_status_t hixl_retire_init(hixl_engine_t *engine)
 {
-    hixl_status_t status;
-
     hixl_progress_add(engine, hixl_retire_progress);
-    status = hixl_am_set_handler(engine, engine->ucp_worker,
-                                 HIXL_AM_UNBIND_ACK, 0, hixl_retire_on_ack);
-    if ((status == HIXL_SUCCESS) && (engine->ucp_worker_in != NULL)) {
-        status = hixl_am_set_handler(engine, engine->ucp_worker_in,
-                                     HIXL_AM_UNBIND, HIXL_AM_RECV_REPLY_EP,
-                                     hixl_retire_on_unbind);
-    }
-    return status;
+    return hixl_am_set_handler(engine, engine->ucp_worker,
+                               HIXL_AM_UNBIND_ACK, 0, hixl_retire_on_ack);
 }

@@ -102,9 +102,10 @@ void hixl_retire_reply_ep(hixl_engine_t *engine, ucp_ep_h ep, uint64_t conn,
  * gone, so its argument lives until then. */
 void hixl_retire_cleanup(hixl_engine_t *engine);
 
-/* The UNBIND_ACK handler (out worker), UNBIND's (in worker), the progress
- * callback that closes endpoints whose time came (engine set-up; the
- * list's lock is the engine's to create and destroy). */
+/* The UNBIND_ACK handler (out worker; UNBIND's is the served table's,
+ * core/served.h), the progress callback that closes endpoints whose time
+ * came (engine set-up; the list's lock is the engine's to create and
+ * destroy). */
 hixl_status_t hixl_retire_init(hixl_engine_t *engine);
 
 #endif
