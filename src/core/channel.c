@@ -4,7 +4,7 @@
  */
 #include "config.h"
 #include "core/channel.h"
-#include "core/am_xfer.h"
+#include "core/am.h"
 #include "core/engine.h"
 #include "util/log.h"
 
@@ -111,7 +111,6 @@ static void hixl_chan_ucp_flushed(void *request, ucs_status_t status,
 static ucs_status_ptr_t hixl_chan_flush(hixl_epf_t *epf, void *ep)
 {
     hixl_chan_t *chan = epf->owner;
-    ucp_request_param_t param;
     ucs_status_ptr_t sp;
     int slot          = chan->cur;
 
@@ -122,12 +121,7 @@ static ucs_status_ptr_t hixl_chan_flush(hixl_epf_t *epf, void *ep)
     atomic_store(&chan->flush_status, UCS_OK);
     atomic_store(&chan->flush_parts, 2);
     atomic_store(&chan->flush_slot, -1);
-    memset(&param, 0, sizeof(param));
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                         UCP_OP_ATTR_FIELD_USER_DATA;
-    param.cb.send      = hixl_chan_ucp_flushed;
-    param.user_data    = chan;
-    sp = ucp_ep_flush_nbx((ucp_ep_h)ep, &param);
+    sp = hixl_epf_ucp_post(ep, hixl_chan_ucp_flushed, chan);
     if (!UCS_PTR_IS_PTR(sp)) {
         hixl_chan_part_done(chan, UCS_PTR_STATUS(sp));
     }
@@ -192,7 +186,9 @@ void hixl_chan_close(hixl_engine_t *engine, hixl_chan_t *chan)
     atomic_store(&chan->open, 0);
     chan->id = hixl_chan_make_id((size_t)(uint32_t)chan->id - 1,
                                  (unsigned)(chan->id >> 32) + 1);
-    hixl_am_chan_closed(engine, chan);   /* WRITEs still waiting go */
+    if (engine->chans.on_close != NULL) {
+        engine->chans.on_close(engine, chan);   /* WRITEs still waiting go */
+    }
     /* a flush still waiting for answers will not get them: its part of
      * them ends here (the flush service was closed before, so this only
      * drops the flush's reference on it) */
@@ -262,19 +258,13 @@ hixl_status_t hixl_chan_bind(hixl_engine_t *engine, hixl_chan_t *chan,
     return HIXL_SUCCESS;
 }
 
-static ucs_status_t hixl_chan_on_bind_ack(void *arg, const void *header,
-                                          size_t header_length, void *data,
-                                          size_t length,
-                                          const ucp_am_recv_param_t *param)
+/* BIND_ACK (checked by the dispatcher: ours) */
+static ucs_status_t hixl_chan_on_bind_ack(hixl_engine_t *engine,
+                                          const hixl_am_hdr_t *h, void *data,
+                                          size_t length, ucp_ep_h reply_ep)
 {
-    hixl_engine_t *engine  = arg;
-    hixl_am_hdr_t hbuf;
-    const hixl_am_hdr_t *h = hixl_am_hdr_check(header, header_length, &hbuf);
     hixl_chan_t *chan;
 
-    if (h == NULL) {
-        return UCS_OK;
-    }
     pthread_rwlock_rdlock(&engine->serve_lock);
     chan = hixl_chan_lookup(engine, h->chan);
     if (chan != NULL) {
@@ -287,8 +277,13 @@ static ucs_status_t hixl_chan_on_bind_ack(void *arg, const void *header,
     return UCS_OK;
 }
 
+void hixl_chan_on_close(hixl_engine_t *engine, hixl_chan_close_fn_t fn)
+{
+    engine->chans.on_close = fn;
+}
+
 hixl_status_t hixl_chan_init(hixl_engine_t *engine)
 {
     return hixl_am_set_handler(engine, engine->ucp_worker, HIXL_AM_BIND_ACK,
-                               hixl_chan_on_bind_ack);
+                               0, hixl_chan_on_bind_ack);
 }

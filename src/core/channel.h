@@ -54,7 +54,7 @@ struct hixl_chan {
     atomic_int    flush_status;
     atomic_int    flush_slot;
     hixl_chan_t  *next_free;
-    /* library WRITEs (core/am_xfer.c): bytes of copies UCX holds, and
+    /* library WRITEs (core/am_data.c): bytes of copies UCX holds, and
      * those waiting for room (under the message pool's lock) */
     atomic_long     am_window;
     hixl_am_wait_t *am_wait_head, *am_wait_tail;
@@ -65,11 +65,17 @@ struct hixl_chan {
     atomic_int      copying;
 };
 
+/* Called when a channel closes (serve_lock held for writing; it may call
+ * no UCX function): what a layer above keeps per channel goes. */
+typedef void (*hixl_chan_close_fn_t)(hixl_engine_t *engine,
+                                     hixl_chan_t *chan);
+
 typedef struct hixl_chan_table {
     hixl_chan_t **chunks;       /* HIXL_CHAN_CHUNK slots each, never freed */
     size_t        nchunks;
     hixl_chan_t  *free;         /* closed slots to reuse (engine->lock) */
     size_t        used;
+    hixl_chan_close_fn_t on_close;   /* hixl_chan_on_close */
 } hixl_chan_table_t;
 
 /* Open a channel for peer's endpoint (engine->lock held): its flush
@@ -102,6 +108,9 @@ void hixl_chan_answered(hixl_chan_t *chan, unsigned slot);
 int hixl_chan_copy_begin(hixl_engine_t *engine, hixl_chan_t *chan,
                          uint64_t id);
 void hixl_chan_copy_end(hixl_chan_t *chan);
+
+/* Have fn called whenever a channel closes (engine set-up; one). */
+void hixl_chan_on_close(hixl_engine_t *engine, hixl_chan_close_fn_t fn);
 
 /* Set the channel's active-message handlers on the engine's out worker. */
 hixl_status_t hixl_chan_init(hixl_engine_t *engine);

@@ -7,7 +7,7 @@
  * Why: between processes of one host, UCX 1.13 moves puts into memory it
  * did not allocate (hixl_register_mem of the application's buffers) as
  * messages through the target's shared-memory receive queue, and so would
- * the library's own messages (core/am_xfer.h).  That queue is shared by
+ * the library's own messages (core/am_data.h).  That queue is shared by
  * every sender, and a sender killed between reserving a slot and marking
  * it written leaves a hole that blocks the queue for good: one dying
  * prefill stops a decode for every other prefill on the host, and no UCX

@@ -4,7 +4,6 @@
  * handler, and the forced close.
  */
 #include "config.h"
-#include "core/am_xfer.h"
 #include "core/engine.h"
 #include "core/peer.h"
 #include "core/ucx_quiet.h"
@@ -68,7 +67,7 @@ static const char *hixl_tls_name(void)
  * UCX_TLS=sm) auto falls back to NONE; a dead peer is then found on the
  * control connection.  Neither mode keeps UCX from aborting a process
  * whose peer died during an emulated put: that is why such transfers go
- * through library messages instead (core/am_xfer.h).
+ * through library messages instead (core/am_data.h).
  */
 static ucs_status_t hixl_ep_create_mode(hixl_engine_t *engine,
                                         hixl_peer_t *peer,
@@ -225,7 +224,6 @@ void hixl_peer_ep_close(hixl_engine_t *engine, hixl_peer_t *peer,
                   (atomic_load(&peer->chan->bound) == 1);
     int retire  = ucx_ok && (peer->end != HIXL_PEER_END_ABRUPT);
 
-    hixl_served_close(engine, peer);   /* accepted: the endpoint we own */
     if (peer->epf != NULL) {
         hixl_epf_close(peer->epf, status);   /* no flush may be issued now */
         peer->epf = NULL;

@@ -5,7 +5,8 @@
  */
 #include "config.h"
 #include "core/engine.h"
-#include "core/am_xfer.h"
+#include "core/am.h"
+#include "core/am_data.h"
 #include "core/ucx_tls.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -98,7 +99,7 @@ static hixl_status_t hixl_engine_worker(hixl_engine_t *engine,
  *
  * TCP_TX_SEG_SIZE 64k (unless UCX_TCP_TX_SEG_SIZE or UCX_TCP_RX_SEG_SIZE
  * is set): the library's messages are sent by copy, never zero-copy
- * (core/am_xfer.c says why), and over tcp a copied message goes in
+ * (core/am.c says why), and over tcp a copied message goes in
  * segments of this size; UCX's default, 8 KiB, halved tcp bandwidth
  * against 64 KiB.  64 KiB is also UCX's default receive segment, so a
  * peer with UCX's defaults (an older copy of this library included)
@@ -205,7 +206,10 @@ static hixl_status_t hixl_engine_init(hixl_engine_t *engine,
     if (status != HIXL_SUCCESS) {
         return status;
     }
-    status = hixl_engine_ucx_init(engine);
+    status = hixl_peers_init(engine);
+    if (status == HIXL_SUCCESS) {
+        status = hixl_engine_ucx_init(engine);
+    }
     if (status == HIXL_SUCCESS) {
         status = hixl_am_init(engine);
     }
@@ -219,7 +223,7 @@ static hixl_status_t hixl_engine_init(hixl_engine_t *engine,
         status = hixl_retire_init(engine);
     }
     if (status == HIXL_SUCCESS) {
-        status = hixl_am_handlers(engine);
+        status = hixl_am_data_init(engine);
     }
     if (status != HIXL_SUCCESS) {
         return status;
@@ -393,6 +397,7 @@ void hixl_engine_destroy_worker(hixl_engine_t *engine)
 
 void hixl_engine_free(hixl_engine_t *engine)
 {
+    hixl_am_data_cleanup(engine);
     hixl_am_cleanup(engine);
     hixl_chan_table_cleanup(&engine->chans);
     hixl_served_cleanup(engine);

@@ -69,7 +69,8 @@ struct hixl_engine {
     hixl_chan_table_t  chans;
     hixl_served_t      served;
     hixl_retires_t     retires;       /* endpoints closing (ep_retire.h) */
-    struct hixl_am_pool *am;          /* core/am_xfer.c */
+    struct hixl_am_pool *am;          /* core/am.c */
+    struct hixl_am_data *am_data;     /* core/am_data.c */
     atomic_uint        cancelled;     /* transfers settled at peer close */
 
     /* injected by device/: drop a remote device key's reference */

@@ -231,14 +231,23 @@ static void hixl_epf_ucp_cb(void *request, ucs_status_t status,
     hixl_epf_release(epf);
 }
 
-ucs_status_ptr_t hixl_epf_ucp_flush(hixl_epf_t *epf, void *ep)
+ucs_status_ptr_t hixl_epf_ucp_post(void *ep,
+                                   void (*cb)(void *request,
+                                              ucs_status_t status,
+                                              void *user_data),
+                                   void *arg)
 {
     ucp_request_param_t param;
 
     memset(&param, 0, sizeof(param));
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                          UCP_OP_ATTR_FIELD_USER_DATA;
-    param.cb.send      = hixl_epf_ucp_cb;
-    param.user_data    = epf;
+    param.cb.send      = cb;
+    param.user_data    = arg;
     return ucp_ep_flush_nbx((ucp_ep_h)ep, &param);
+}
+
+ucs_status_ptr_t hixl_epf_ucp_flush(hixl_epf_t *epf, void *ep)
+{
+    return hixl_epf_ucp_post(ep, hixl_epf_ucp_cb, epf);
 }

@@ -92,6 +92,30 @@ hixl_epf_t *hixl_epf_create(void *ep, hixl_epf_flush_fn_t flush,
 ucs_status_ptr_t hixl_epf_ucp_flush(hixl_epf_t *epf, void *ep);
 
 /*
+ * UCX's flush of ep (a ucp_ep_h): the library's one call of
+ * ucp_ep_flush_nbx.  cb is UCX's send callback (it frees the request) and
+ * gets arg; returns as ucp_ep_flush_nbx does.  Its callers:
+ *  - hixl_epf_ucp_flush, and a flush function that adds to UCX's flush
+ *    (core/channel.c: the answers of the library's own messages); both
+ *    run inside the service, which shares and settles them;
+ *  - endpoint retirement (core/ep_retire.h), the one user outside the
+ *    service, for two reasons.  A connector's endpoint is retired after
+ *    its service was closed: the close settles every waiter (transfers,
+ *    layer signals, revoke answers) with the connection's end, and what is
+ *    left is the flush that tells when the endpoint may be force-closed
+ *    (a forced close must never meet a blocked queue), which nobody waits
+ *    on and nothing may settle.  A listener's served endpoint never has a
+ *    service: it is UCX's own, made for the connector's wire-up, and may
+ *    be used only inside a callback of UCX that passed it, so it is
+ *    flushed there, once, before its forced close.
+ */
+ucs_status_ptr_t hixl_epf_ucp_post(void *ep,
+                                   void (*cb)(void *request,
+                                              ucs_status_t status,
+                                              void *user_data),
+                                   void *arg);
+
+/*
  * Have w called back once a flush posted after this call completes.
  * Returns 1 instead, without calling w->cb, when a flush covering w
  * completed successfully inside this call and own_fast is set: the caller

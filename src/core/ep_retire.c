@@ -4,8 +4,9 @@
  */
 #include "config.h"
 #include "core/ep_retire.h"
-#include "core/am_xfer.h"
+#include "core/am.h"
 #include "core/engine.h"
+#include "core/ep_flush.h"
 #include "core/peer.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -62,18 +63,14 @@ static void hixl_retire_flushed(void *request, ucs_status_t status,
     hixl_retire_release(r);
 }
 
-/* Flush r's endpoint; its completion marks r (at once if nothing is out). */
+/* Flush r's endpoint; its completion marks r (at once if nothing is out).
+ * Its flush service was closed before (ep_flush.h says why this flush is
+ * not one of the service's). */
 static void hixl_retire_flush(hixl_retire_t *r)
 {
-    ucp_request_param_t param;
     ucs_status_ptr_t sp;
 
-    memset(&param, 0, sizeof(param));
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                         UCP_OP_ATTR_FIELD_USER_DATA;
-    param.cb.send      = hixl_retire_flushed;
-    param.user_data    = r;
-    sp = ucp_ep_flush_nbx(r->ep, &param);
+    sp = hixl_epf_ucp_post(r->ep, hixl_retire_flushed, r);
     if (!UCS_PTR_IS_PTR(sp)) {
         r->flushed = UCS_PTR_IS_ERR(sp) ? -1 : 1;
         hixl_retire_release(r);   /* no callback will come */
@@ -251,20 +248,14 @@ void hixl_retire_cleanup(hixl_engine_t *engine)
     }
 }
 
-static ucs_status_t hixl_retire_on_ack(void *arg, const void *header,
-                                       size_t header_length, void *data,
-                                       size_t length,
-                                       const ucp_am_recv_param_t *param)
+/* UNBIND_ACK (checked by the dispatcher: ours) */
+static ucs_status_t hixl_retire_on_ack(hixl_engine_t *engine,
+                                       const hixl_am_hdr_t *h, void *data,
+                                       size_t length, ucp_ep_h reply_ep)
 {
-    hixl_engine_t *engine  = arg;
-    hixl_am_hdr_t hbuf;
-    const hixl_am_hdr_t *h = hixl_am_hdr_check(header, header_length, &hbuf);
-    hixl_retires_t *l      = &engine->retires;
+    hixl_retires_t *l = &engine->retires;
     hixl_retire_t *r;
 
-    if (h == NULL) {
-        return UCS_OK;
-    }
     /* the endpoint is closed later, from progress: UCX is inside a
      * receive on it now */
     pthread_mutex_lock(&l->lock);
@@ -343,7 +334,6 @@ void hixl_retire_reply_ep(hixl_engine_t *engine, ucp_ep_h ep, uint64_t conn,
 {
     hixl_retires_t *l = &engine->retires;
     hixl_reply_retire_t *rr;
-    ucp_request_param_t param;
     ucs_status_ptr_t sp;
 
     pthread_mutex_lock(&l->lock);
@@ -366,12 +356,8 @@ void hixl_retire_reply_ep(hixl_engine_t *engine, ucp_ep_h ep, uint64_t conn,
     }
     hixl_log_debug("retiring the endpoint of connection %" PRIx64 ": %s",
                    conn, why);
-    memset(&param, 0, sizeof(param));
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                         UCP_OP_ATTR_FIELD_USER_DATA;
-    param.cb.send      = hixl_retire_reply_flushed;
-    param.user_data    = rr;
-    sp = ucp_ep_flush_nbx(ep, &param);
+    /* a served endpoint has no flush service (ep_flush.h) */
+    sp = hixl_epf_ucp_post(ep, hixl_retire_reply_flushed, rr);
     if (!UCS_PTR_IS_PTR(sp)) {
         hixl_retire_reply_unlist(l, ep);
         if (sp == NULL) {
@@ -381,47 +367,15 @@ void hixl_retire_reply_ep(hixl_engine_t *engine, ucp_ep_h ep, uint64_t conn,
     }
 }
 
-/* Only the connector of reply_ep can send on it: an UNBIND ends nothing
- * but the sender's own connection. */
-static ucs_status_t hixl_retire_on_unbind(void *arg, const void *header,
-                                          size_t header_length, void *data,
-                                          size_t length,
-                                          const ucp_am_recv_param_t *param)
-{
-    hixl_engine_t *engine  = arg;
-    hixl_am_hdr_t hbuf;
-    const hixl_am_hdr_t *h = hixl_am_hdr_check(header, header_length, &hbuf);
-    hixl_am_hdr_t ack;
-
-    if ((h == NULL) || !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
-        return UCS_OK;
-    }
-    hixl_served_unbind(engine, h->conn, param->reply_ep);
-    ack        = *h;
-    ack.status = HIXL_SUCCESS;
-    hixl_am_send_small(engine, param->reply_ep, HIXL_AM_UNBIND_ACK, &ack,
-                       NULL, 0, 0, NULL, NULL);
-    if (h->flags & HIXL_AM_FLAG_ERR_PEER) {   /* else UCX refuses to force */
-        /* the flush also sees the answer out before the close */
-        hixl_retire_reply_ep(engine, param->reply_ep, h->conn, "UNBIND");
-    }
-    return UCS_OK;
-}
-
 /* ---- set-up ------------------------------------------------------------------- */
 
 hixl_status_t hixl_retire_init(hixl_engine_t *engine)
 {
-    hixl_status_t status;
+    hixl_status_t status = hixl_progress_add(engine, hixl_retire_progress);
 
-    status = hixl_progress_add(engine, hixl_retire_progress);
-    if (status == HIXL_SUCCESS) {
-        status = hixl_am_set_handler(engine, engine->ucp_worker,
-                                     HIXL_AM_UNBIND_ACK, hixl_retire_on_ack);
+    if (status != HIXL_SUCCESS) {
+        return status;
     }
-    if ((status == HIXL_SUCCESS) && (engine->ucp_worker_in != NULL)) {
-        status = hixl_am_set_handler(engine, engine->ucp_worker_in,
-                                     HIXL_AM_UNBIND, hixl_retire_on_unbind);
-    }
-    return status;
+    return hixl_am_set_handler(engine, engine->ucp_worker,
+                               HIXL_AM_UNBIND_ACK, 0, hixl_retire_on_ack);
 }

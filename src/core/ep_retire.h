@@ -44,7 +44,7 @@
  * UCX reports an error on it.  A flush that cannot finish (the peer is cut
  * off) keeps the endpoint, and only UCX's data queued on it, until the
  * network heals or TCP gives up; the library's own data messages copy what
- * they send (core/am_xfer.c), so no caller's buffer is read after its
+ * they send (core/am_data.c), so no caller's buffer is read after its
  * transfer ended.  The listener retires an endpoint whose connection ended
  * without UNBIND when the next message of it arrives (a partition healed:
  * the connector's queued bytes come); otherwise UCX's keepalive ends it.
@@ -102,9 +102,10 @@ void hixl_retire_reply_ep(hixl_engine_t *engine, ucp_ep_h ep, uint64_t conn,
  * gone, so its argument lives until then. */
 void hixl_retire_cleanup(hixl_engine_t *engine);
 
-/* The UNBIND_ACK handler (out worker), UNBIND's (in worker), the progress
- * callback that closes endpoints whose time came (engine set-up; the
- * list's lock is the engine's to create and destroy). */
+/* The UNBIND_ACK handler (out worker; UNBIND's is the served table's,
+ * core/served.h), the progress callback that closes endpoints whose time
+ * came (engine set-up; the list's lock is the engine's to create and
+ * destroy). */
 hixl_status_t hixl_retire_init(hixl_engine_t *engine);
 
 #endif

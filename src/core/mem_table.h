@@ -25,7 +25,7 @@ typedef struct hixl_region {
     size_t          rkey_len;
     struct hixl_dev_reg *dev;   /* device memory: its plugin side */
     atomic_uint     am_busy;    /* library messages reading or writing it
-                                   right now (core/am_xfer.c) */
+                                   right now (core/am_data.c) */
 } hixl_region_t;
 
 typedef struct hixl_mem_slot {

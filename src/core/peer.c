@@ -283,7 +283,8 @@ hixl_status_t hixl_peer_lookup(hixl_engine_t *engine, const char *remote,
     return HIXL_SUCCESS;
 }
 
-void hixl_peers_reap_errors(hixl_engine_t *engine)
+/* periodic: close peers whose UCX endpoint reported an error */
+static void hixl_peers_reap_errors(hixl_engine_t *engine, uint64_t now_ns)
 {
     hixl_peer_t *peer, *next;
     ucs_status_t err;
@@ -303,7 +304,8 @@ void hixl_peers_reap_errors(hixl_engine_t *engine)
     }
 }
 
-void hixl_peers_flush_due(hixl_engine_t *engine)
+/* issue the endpoint flushes that completions left due */
+static void hixl_peers_flush_due(hixl_engine_t *engine)
 {
     hixl_peer_t *peer;
 
@@ -312,4 +314,10 @@ void hixl_peers_flush_due(hixl_engine_t *engine)
             hixl_epf_progress(peer->epf);
         }
     }
+}
+
+hixl_status_t hixl_peers_init(hixl_engine_t *engine)
+{
+    hixl_progress_on_flush_due(engine, hixl_peers_flush_due);
+    return hixl_progress_periodic(engine, hixl_peers_reap_errors);
 }

@@ -172,10 +172,11 @@ hixl_peer_t *hixl_peer_by_serial(hixl_engine_t *engine, uint64_t serial);
 hixl_status_t hixl_peer_lookup(hixl_engine_t *engine, const char *remote,
                                int want_outgoing, hixl_peer_t **peer_p);
 
-/* Periodic: close peers whose UCX endpoint reported an error, and issue
- * the endpoint flushes their completions left due (engine->lock held). */
-void hixl_peers_reap_errors(hixl_engine_t *engine);
-void hixl_peers_flush_due(hixl_engine_t *engine);
+/* Register the peer table's progress work (engine set-up, before any
+ * other periodic callback): closing peers whose UCX endpoint reported an
+ * error (periodic), and issuing the endpoint flushes their completions
+ * left due (core/progress.h); both under engine->lock. */
+hixl_status_t hixl_peers_init(hixl_engine_t *engine);
 
 /* ---- core/endpoint.c ---- */
 

@@ -130,6 +130,12 @@ hixl_status_t hixl_progress_periodic(hixl_engine_t *engine,
     return HIXL_SUCCESS;
 }
 
+void hixl_progress_on_flush_due(hixl_engine_t *engine,
+                                hixl_flush_due_fn_t fn)
+{
+    engine->progress.flush_due = fn;
+}
+
 hixl_status_t hixl_progress_watch(hixl_engine_t *engine, int fd,
                                   hixl_poll_kind_t kind, uint64_t key)
 {
@@ -173,7 +179,6 @@ static void hixl_run_periodic(hixl_engine_t *engine, uint64_t now)
     unsigned i;
 
     pthread_mutex_lock(&engine->lock);
-    hixl_peers_reap_errors(engine);
     for (i = 0; i < p->nperiodic; ++i) {
         p->periodic[i](engine, now);
     }
@@ -215,7 +220,9 @@ unsigned hixl_progress_flush_due(hixl_engine_t *engine)
     }
     pthread_mutex_lock(&engine->lock);
     atomic_store(&p->flush_wanted, 0);
-    hixl_peers_flush_due(engine);
+    if (p->flush_due != NULL) {
+        p->flush_due(engine);
+    }
     pthread_mutex_unlock(&engine->lock);
     return 1;
 }

@@ -49,6 +49,7 @@ typedef unsigned (*hixl_progress_fn_t)(hixl_engine_t *engine);
 typedef void (*hixl_poll_fn_t)(hixl_engine_t *engine, uint64_t key,
                                uint32_t events);
 typedef void (*hixl_periodic_fn_t)(hixl_engine_t *engine, uint64_t now_ns);
+typedef void (*hixl_flush_due_fn_t)(hixl_engine_t *engine);
 
 #define HIXL_PERIODIC_NS      100000000ull   /* 100 ms */
 
@@ -76,6 +77,7 @@ typedef struct hixl_progress {
     hixl_poll_fn_t     poll_fns[HIXL_POLL_KINDS];
     hixl_periodic_fn_t *periodic;     /* grows (util/array.h) */
     size_t             periodic_cap;
+    hixl_flush_due_fn_t flush_due;    /* issues the flushes left due */
     unsigned           nperiodic;
 } hixl_progress_t;
 
@@ -121,6 +123,10 @@ void hixl_progress_control(hixl_engine_t *engine);
  * progress thread does this; a thread that completed flushes itself (the
  * copier, ops/copier.c) may too, instead of waking the progress thread. */
 unsigned hixl_progress_flush_due(hixl_engine_t *engine);
+
+/* Who issues them (the peer table: core/peer.h; engine set-up, one). */
+void hixl_progress_on_flush_due(hixl_engine_t *engine,
+                                hixl_flush_due_fn_t fn);
 
 /* Work was posted: make sure a sleeping progress thread wakes for it. */
 void hixl_progress_kick(hixl_engine_t *engine);

@@ -25,7 +25,7 @@ struct hixl_rdev;
 /* How transfers reach a remote host region. */
 typedef enum hixl_rpath {
     HIXL_RPATH_UCX,   /* UCX puts and gets */
-    HIXL_RPATH_AM,    /* library messages (core/am_xfer.h) */
+    HIXL_RPATH_AM,    /* library messages (core/am_data.h) */
     HIXL_RPATH_CMA,   /* same-host kernel copies (core/cma.h) */
     HIXL_RPATH_MAP    /* memcpy: UCX maps the memory here (ops/copier.h) */
 } hixl_rpath_t;

@@ -5,8 +5,9 @@
  */
 #include "config.h"
 #include "core/served.h"
-#include "core/am_xfer.h"
+#include "core/am.h"
 #include "core/engine.h"
+#include "core/ep_retire.h"
 #include "util/array.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -83,7 +84,9 @@ hixl_status_t hixl_served_open(hixl_engine_t *engine, hixl_peer_t *peer)
     return HIXL_SUCCESS;
 }
 
-void hixl_served_close(hixl_engine_t *engine, hixl_peer_t *peer)
+/* The peer's closing hook: the connection ended (engine->lock held);
+ * nothing naming it is accepted from now. */
+static void hixl_served_close(hixl_engine_t *engine, hixl_peer_t *peer)
 {
     hixl_served_slot_t *slot;
     hixl_peer_t *held = NULL;
@@ -106,8 +109,10 @@ void hixl_served_close(hixl_engine_t *engine, hixl_peer_t *peer)
     }
 }
 
-void hixl_served_unbind(hixl_engine_t *engine, uint64_t id,
-                        ucp_ep_h reply_ep)
+/* UNBIND on reply_ep for connection id: if reply_ep is the connection's
+ * endpoint, nothing arrives on it for the connection from now on. */
+static void hixl_served_unbind(hixl_engine_t *engine, uint64_t id,
+                               ucp_ep_h reply_ep)
 {
     hixl_served_slot_t *slot;
 
@@ -149,27 +154,21 @@ void hixl_served_cleanup(hixl_engine_t *engine)
     memset(&engine->served, 0, sizeof(engine->served));
 }
 
-static ucs_status_t hixl_served_on_bind(void *arg, const void *header,
-                                        size_t header_length, void *data,
-                                        size_t length,
-                                        const ucp_am_recv_param_t *param)
+/* BIND (checked by the dispatcher: ours, with its reply_ep) */
+static ucs_status_t hixl_served_on_bind(hixl_engine_t *engine,
+                                        const hixl_am_hdr_t *h, void *data,
+                                        size_t length, ucp_ep_h reply_ep)
 {
-    hixl_engine_t *engine  = arg;
-    hixl_am_hdr_t hbuf;
-    const hixl_am_hdr_t *h = hixl_am_hdr_check(header, header_length, &hbuf);
     hixl_served_slot_t *slot;
     hixl_am_hdr_t ack;
 
-    if ((h == NULL) || !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
-        return UCS_OK;
-    }
     ack        = *h;
     ack.status = HIXL_FAILED;
     pthread_rwlock_wrlock(&engine->serve_lock);
     slot = hixl_served_find(engine, h->conn);
     if ((slot != NULL) && (slot->state == HIXL_SERVED_PENDING)) {
         slot->state = HIXL_SERVED_BOUND;
-        slot->ep    = param->reply_ep;
+        slot->ep    = reply_ep;
         ack.status  = HIXL_SUCCESS;
     }
     pthread_rwlock_unlock(&engine->serve_lock);
@@ -178,16 +177,50 @@ static ucs_status_t hixl_served_on_bind(void *arg, const void *header,
                       h->conn);
     }
     /* reply_ep is alive here: UCX passed it to this very callback */
-    hixl_am_send_small(engine, param->reply_ep, HIXL_AM_BIND_ACK, &ack, NULL,
-                       0, 0, NULL, NULL);
+    hixl_am_send_small(engine, reply_ep, HIXL_AM_BIND_ACK, &ack, NULL, 0, 0,
+                       NULL, NULL);
     return UCS_OK;
 }
 
+/* UNBIND (checked by the dispatcher: ours, with its reply_ep).  Only the
+ * connector of reply_ep can send on it: an UNBIND ends nothing but the
+ * sender's own connection. */
+static ucs_status_t hixl_served_on_unbind(hixl_engine_t *engine,
+                                          const hixl_am_hdr_t *h, void *data,
+                                          size_t length, ucp_ep_h reply_ep)
+{
+    hixl_am_hdr_t ack;
+
+    hixl_served_unbind(engine, h->conn, reply_ep);
+    ack        = *h;
+    ack.status = HIXL_SUCCESS;
+    hixl_am_send_small(engine, reply_ep, HIXL_AM_UNBIND_ACK, &ack,
+                       NULL, 0, 0, NULL, NULL);
+    if (h->flags & HIXL_AM_FLAG_ERR_PEER) {   /* else UCX refuses to force */
+        /* the flush also sees the answer out before the close */
+        hixl_retire_reply_ep(engine, reply_ep, h->conn, "UNBIND");
+    }
+    return UCS_OK;
+}
+
+static const hixl_peer_hooks_t hixl_served_hooks = {
+    .name    = "served",
+    .closing = hixl_served_close,
+};
+
 hixl_status_t hixl_served_init(hixl_engine_t *engine)
 {
-    if (engine->ucp_worker_in == NULL) {
-        return HIXL_SUCCESS;
+    hixl_status_t status = hixl_peer_hooks_add(engine, &hixl_served_hooks);
+
+    if ((status != HIXL_SUCCESS) || (engine->ucp_worker_in == NULL)) {
+        return status;
     }
-    return hixl_am_set_handler(engine, engine->ucp_worker_in, HIXL_AM_BIND,
-                               hixl_served_on_bind);
+    status = hixl_am_set_handler(engine, engine->ucp_worker_in, HIXL_AM_BIND,
+                                 HIXL_AM_RECV_REPLY_EP, hixl_served_on_bind);
+    if (status == HIXL_SUCCESS) {
+        status = hixl_am_set_handler(engine, engine->ucp_worker_in,
+                                     HIXL_AM_UNBIND, HIXL_AM_RECV_REPLY_EP,
+                                     hixl_served_on_unbind);
+    }
+    return status;
 }

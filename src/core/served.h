@@ -55,9 +55,6 @@ typedef struct hixl_served {
  * held); peer->conn_id is set. */
 hixl_status_t hixl_served_open(hixl_engine_t *engine, hixl_peer_t *peer);
 
-/* It ended (engine->lock held): nothing naming it is accepted from now. */
-void hixl_served_close(hixl_engine_t *engine, hixl_peer_t *peer);
-
 /* Answer a library WRITE (the message's header) on the control connection
  * of connection id, if it still lives; from any thread. */
 struct hixl_am_hdr;
@@ -72,15 +69,12 @@ int hixl_served_check(hixl_engine_t *engine, uint64_t id, ucp_ep_h reply_ep);
  * of one that ended (serve_lock held). */
 int hixl_served_orphan(hixl_engine_t *engine, ucp_ep_h reply_ep);
 
-/* UNBIND on reply_ep for connection id (a UCX callback): if reply_ep is
- * the connection's endpoint, nothing arrives on it for the connection from
- * now on. */
-void hixl_served_unbind(hixl_engine_t *engine, uint64_t id,
-                        ucp_ep_h reply_ep);
-
 void hixl_served_cleanup(hixl_engine_t *engine);
 
-/* Set the BIND handler on the engine's in worker. */
+/* Set the BIND and UNBIND handlers on the engine's in worker (UNBIND: the
+ * connector closes the endpoint it arrives on; it is taken out of the
+ * table, answered and retired, core/ep_retire.h), and the peer hook that
+ * ends a connection here when its peer closes (core/peer.h). */
 hixl_status_t hixl_served_init(hixl_engine_t *engine);
 
 #endif

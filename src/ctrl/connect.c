@@ -6,7 +6,7 @@
  */
 #include "config.h"
 #include "ctrl/ctrl.h"
-#include "core/am_xfer.h"
+#include "core/am_data.h"
 #include "core/cma.h"
 #include "core/ucx_tls.h"
 #include "util/args.h"
@@ -169,7 +169,7 @@ static int hixl_on_table_end(hixl_engine_t *engine, hixl_peer_t *peer,
     return 0;
 }
 
-/* The listener's answer to a library WRITE (core/am_xfer.h). */
+/* The listener's answer to a library WRITE (core/am_data.h). */
 static int hixl_on_data_ack(hixl_engine_t *engine, hixl_peer_t *peer,
                             const ctrl_msg_t *msg)
 {

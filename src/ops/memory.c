@@ -538,7 +538,7 @@ void hixl_memory_cleanup(hixl_engine_t *engine)
 /* ---- the peer's side: its regions in our table ---------------------------- */
 
 /*
- * How transfers reach a remote host region (core/am_xfer.h): UCX puts and
+ * How transfers reach a remote host region (core/am_data.h): UCX puts and
  * gets where it has RDMA lanes; a plain memcpy where UCX maps the memory
  * here (ucp_rkey_ptr: shared memory it allocated; what UCX's own put would
  * do, but the library can do it off the caller's thread: ops/copier.h).

@@ -21,7 +21,7 @@
 #include "ops/memory.h"
 #include "ops/notify.h"
 #include "ops/copier.h"
-#include "core/am_xfer.h"
+#include "core/am_data.h"
 #include "device/device_path.h"
 #include "util/args.h"
 #include "util/array.h"

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The library's own data messages (core/am_proto.h): writes and reads that
- * the target checks and answers, used where UCX would emulate puts and
- * gets with messages of its own.
+ * The library's WRITE/READ data protocol (messages: core/am_proto.h, sent
+ * and received through core/am.h): writes and reads that the target
+ * checks and answers, used where UCX would emulate puts and gets with
+ * messages of its own.
  *
  * Why: UCX 1.13's tcp transport has no remote-write lane, so ucp_put_nbx
  * there is an active message whose handler, in the target, sends an ack
@@ -29,10 +30,10 @@
  * bytes are in memory; the connector counts answers in its channel's
  * epoch slots (core/channel.h), which is what its endpoint flush waits for.
  */
-#ifndef HIXL_CORE_AM_XFER_H_
-#define HIXL_CORE_AM_XFER_H_
+#ifndef HIXL_CORE_AM_DATA_H_
+#define HIXL_CORE_AM_DATA_H_
 
-#include "core/am_proto.h"
+#include "core/am.h"
 #include "core/channel.h"
 
 #include <hixl/hixl.h>
@@ -51,38 +52,15 @@ ucs_status_t hixl_am_read(hixl_engine_t *engine, hixl_chan_t *chan,
                           hixl_request_t *req, void *local, uint64_t remote,
                           size_t len);
 
-/* Send an answer or a small message from any thread (handlers included),
- * with UCX's UCP_AM_SEND_FLAG_* flags: the header is copied, data (len
- * bytes) must outlive the send; on_done, if given, runs when it ends (any
- * status). */
-void hixl_am_send_small(hixl_engine_t *engine, ucp_ep_h ep, unsigned id,
-                        const hixl_am_hdr_t *hdr, const void *data,
-                        size_t len, uint32_t flags,
-                        void (*on_done)(void *arg), void *arg);
-
-/* Pool of the headers sends in flight need (engine set-up, cleanup). */
-hixl_status_t hixl_am_init(hixl_engine_t *engine);
-void hixl_am_cleanup(hixl_engine_t *engine);
-
 /* A WRITE's answer came (DATA_ACK on the control connection, handled by
  * ctrl/; the fields in a message header). */
 void hixl_am_acked(hixl_engine_t *engine, const hixl_am_hdr_t *h);
 
-/* A channel closed (serve_lock held for writing): its WRITEs still
- * waiting for room are dropped (their transfers ended with it), and the
- * copies UCX still holds no longer count. */
-void hixl_am_chan_closed(hixl_engine_t *engine, hixl_chan_t *chan);
-
-/* Library messages and receives still in flight (their UCX requests not
- * called back yet). */
-unsigned hixl_am_live(hixl_engine_t *engine);
-
-/* Set one of the library's handlers on a worker (engine set-up). */
-hixl_status_t hixl_am_set_handler(hixl_engine_t *engine, ucp_worker_h worker,
-                                  unsigned id, ucp_am_recv_callback_t cb);
-
-/* The data handlers: answers on the out worker, WRITE and READ on the in
- * worker (when the engine listens). */
-hixl_status_t hixl_am_handlers(hixl_engine_t *engine);
+/* The data handlers (answers on the out worker, WRITE and READ on the in
+ * worker when the engine listens), the progress callback that sends WRITEs
+ * that waited for room, and the channel close hook that drops them (engine
+ * set-up, after core/am.h's and the channels'); cleanup. */
+hixl_status_t hixl_am_data_init(hixl_engine_t *engine);
+void hixl_am_data_cleanup(hixl_engine_t *engine);
 
 #endif
