@@ -4,7 +4,7 @@
  * every byte that lands is checked.
  *
  *   soak [-t SECONDS] [-n ENGINES] [-s SEED] [-k SLOTS] [-r RSS_MIB]
- *        [-w WARMUP_SECONDS] [-q]
+ *        [-w WARMUP_SECONDS] [-c CHURN_CYCLES] [-q]
  *
  * The parent forks the engine processes before anything initializes UCX or
  * hixl (it never does itself) and only coordinates them over pipes: it
@@ -45,6 +45,15 @@
  * follows from (seed, sender, receiver, sequence), so the receiver computes
  * what it must see without being told.
  *
+ * Beside them, short-lived client processes come and go at engine e0
+ * (soak_churn.h): each connects, writes into e0's churn area, reads it
+ * back and checks it, and leaves, one in ten killed instead; e0's
+ * mappings, descriptors, threads and RSS must not grow with them.  -c
+ * bounds their number (default: as many as the run has time for: beside
+ * the traffic of three engines on two cores, about three a second, so
+ * 10,000 take a run of an hour: make soak SOAK_SECONDS=3600
+ * SOAK_CHURN=10000).
+ *
  * Nothing waits forever: every wait on a child is bounded, a child that
  * dies or goes silent is reported (and the others finish without it), every
  * child has an alarm() and dies with the parent.
@@ -52,6 +61,7 @@
 #define _GNU_SOURCE
 #include "config.h"
 #include "fd_io.h"
+#include "soak_churn.h"
 
 #include <hixl/hixl.h>
 
@@ -105,6 +115,7 @@ typedef struct cfg {
     unsigned warmup;
     uint64_t seed;
     uint64_t rss_limit;   /* bytes of growth after warm-up */
+    unsigned churn;       /* churn cycles, 0: as many as fit */
     int      quiet;
 } cfg_t;
 
@@ -1188,7 +1199,8 @@ static int child_main(unsigned me, int cmd_fd, int rep_fd)
     }
 
     /* receive region: a ring per sender, then the static area */
-    c->region_len = (size_t)c->n * c->k * SLOT_SIZE + STATIC_SIZE;
+    c->region_len = (size_t)c->n * c->k * SLOT_SIZE + STATIC_SIZE +
+                    SOAK_CHURN_AREA;
     st = hixl_alloc_mem(c->e, c->region_len, HIXL_MEM_HOST,
                         (void**)&c->region, &c->region_h);
     if (st != HIXL_SUCCESS) {
@@ -1439,6 +1451,10 @@ static int kids_pump(unsigned n, uint64_t deadline, int (*done)(const kid_t*),
     int rc;
 
     for (;;) {
+        if (running) {   /* the churn stops with the run */
+            soak_churn_step(now_ms() >= g_go_ms +
+                                        (uint64_t)g_cfg.seconds * 1000);
+        }
         all = 1;
         for (i = 0; i < n; ++i) {
             if ((g_kids[i].rep_fd >= 0) && !done(&g_kids[i])) {
@@ -1472,7 +1488,7 @@ static int kids_pump(unsigned n, uint64_t deadline, int (*done)(const kid_t*),
         if (np == 0) {
             continue;
         }
-        rc = poll(pfd, np, 200);
+        rc = poll(pfd, np, running ? 10 : 200);
         if ((rc < 0) && (errno != EINTR)) {
             perror("soak: poll");
             return -1;
@@ -1552,6 +1568,7 @@ static void usage(FILE *f)
         "  -r  largest RSS growth of an engine after warm-up, MiB "
         "(default 64)\n"
         "  -w  warm-up, s (default a sixth of -t, at most 10)\n"
+        "  -c  short-lived clients of e0 (default: as many as fit in -t)\n"
         "  -q  only the summary\n"
         "UCX_TLS is taken from the environment.\n", MAX_ENGINES, MAX_SLOTS);
 }
@@ -1600,7 +1617,8 @@ int main(int argc, char **argv)
     p2c_t cmd;
     uint64_t deadline, f;
     unsigned n, i, passed = 0, failed = 0, rss_bad = 0, mismatch = 0;
-    int opt, cmd_pipe[2], rep_pipe[2], rc;
+    int opt, cmd_pipe[2], rep_pipe[2], rc, churn_bad = 0;
+    soak_churn_cfg_t churn;
     pid_t parent = getpid(), pid;
     int64_t growth;
 
@@ -1610,7 +1628,7 @@ int main(int argc, char **argv)
     g_cfg.warmup    = (unsigned)-1;
     g_cfg.rss_limit = 64ull << 20;
     g_cfg.seed      = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
-    while ((opt = getopt(argc, argv, "t:n:s:k:r:w:qh")) != -1) {
+    while ((opt = getopt(argc, argv, "t:n:s:k:r:w:c:qh")) != -1) {
         switch (opt) {
         case 't': g_cfg.seconds = (unsigned)parse_num(optarg, "seconds"); break;
         case 'n': g_cfg.engines = (unsigned)parse_num(optarg, "engines"); break;
@@ -1619,6 +1637,7 @@ int main(int argc, char **argv)
         case 'r': g_cfg.rss_limit = (uint64_t)parse_num(optarg, "RSS MiB") << 20;
                   break;
         case 'w': g_cfg.warmup  = (unsigned)parse_num(optarg, "warm-up"); break;
+        case 'c': g_cfg.churn   = (unsigned)parse_num(optarg, "churn"); break;
         case 'q': g_cfg.quiet   = 1; break;
         case 'h': usage(stdout); return 0;
         default:  usage(stderr); return 2;
@@ -1711,6 +1730,20 @@ int main(int argc, char **argv)
         goto report;
     }
 
+    /* the churn at e0: its churn area follows the static one */
+    memset(&churn, 0, sizeof(churn));
+    churn.cycles     = g_cfg.churn;
+    churn.kill_every = 10;
+    churn.warmup     = ((g_cfg.churn != 0) && (g_cfg.churn < 1000)) ?
+                       g_cfg.churn / 10 : 100;
+    churn.target     = g_kids[0].name;
+    churn.area       = g_kids[0].base + (uint64_t)n * g_cfg.slots * SLOT_SIZE +
+                       STATIC_SIZE;
+    churn.target_pid = g_kids[0].pid;
+    churn.seed       = mix(g_cfg.seed ^ 0x434855524eull);
+    churn.quiet      = g_cfg.quiet;
+    soak_churn_init(&churn);
+
     /* run; every engine reports when it has its slots back */
     memset(&cmd, 0, sizeof(cmd));
     cmd.type = P_GO;
@@ -1726,6 +1759,12 @@ int main(int argc, char **argv)
     if (kids_pump(n, deadline, is_drained, 1) != 0) {
         fprintf(stderr, "soak: engines did not drain in time\n");
     }
+    /* the last clients end (each is bounded), then e0 is read */
+    while (!soak_churn_idle()) {
+        soak_churn_step(1);
+        usleep(10000);
+    }
+    churn_bad = soak_churn_report(stdout);
     memset(&cmd, 0, sizeof(cmd));
     cmd.type = P_FINISH;
     for (i = 0; i < n; ++i) {
@@ -1819,5 +1858,5 @@ report:
     }
     printf("%u passed, %u failed\n", passed, failed);
     fflush(stdout);
-    return (failed || rss_bad || mismatch) ? 1 : 0;
+    return (failed || rss_bad || mismatch || churn_bad) ? 1 : 0;
 }

@@ -15,6 +15,14 @@
  * at once, even if the source has reconnected meanwhile (the new connection
  * satisfies it only by flushing that layer itself, before the wait looks
  * again).
+ *
+ * A decode engine serves prefill engines for weeks, each under a name of
+ * its own, so what a source leaves behind is bounded: its signal table
+ * (MaxStreams x MaxLayers bits, 40 KiB at the defaults) is allocated with
+ * its first signal, never for a source that signals nothing, and of the
+ * sources whose connection ended only the HIXL_LAYER_ENDED_MAX that ended
+ * last are kept; a wait that starts after its source was dropped waits as
+ * for a source that never connected.
  */
 #include "config.h"
 #include "ops/layer.h"
@@ -27,20 +35,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Sources kept after their connection ended: a decode that waits for the
+ * layers of a prefill that flushed and left looks at it soon after, well
+ * before this many other prefills have ended. */
+#define HIXL_LAYER_ENDED_MAX 64
+
 typedef struct hixl_layer_source {
     struct hixl_layer_source *next;
     char      name[HIXL_ENGINE_NAME_MAX + 1];
     uint64_t  instance;
     uint64_t  epoch;
     uint64_t  conn;          /* serial of its live connection, 0: none */
+    uint64_t  ended;         /* its connection ended, in order; 0: live */
     char      closed_reason[256];
-    uint64_t *gen;           /* per stream: generation + 1, 0: none */
+    uint64_t *gen;           /* per stream: generation + 1, 0: none; NULL
+                                until its first signal */
     uint64_t *bits;          /* per stream: layers signalled */
     uint64_t  stale;         /* older-generation signals dropped */
 } hixl_layer_source_t;
 
 struct hixl_layers {
     hixl_layer_source_t *sources;
+    unsigned             nended;      /* sources with ended set */
+    uint64_t             ends;        /* connections ended so far */
 };
 
 static size_t hixl_layer_words(const hixl_engine_t *engine)
@@ -64,30 +81,74 @@ static hixl_layer_source_t *hixl_layer_source_find(hixl_engine_t *engine,
 static hixl_layer_source_t *hixl_layer_source_new(hixl_engine_t *engine,
                                                   const char *name)
 {
-    size_t words = hixl_layer_words(engine);
-    hixl_layer_source_t *src;
+    hixl_layer_source_t *src = calloc(1, sizeof(*src));
 
-    src = calloc(1, sizeof(*src));
-    if (src != NULL) {
-        src->gen  = calloc(engine->opts.max_streams, sizeof(uint64_t));
-        src->bits = calloc((size_t)engine->opts.max_streams * words,
-                           sizeof(uint64_t));
-    }
-    if ((src == NULL) || (src->gen == NULL) || (src->bits == NULL)) {
-        if (src != NULL) {
-            free(src->gen);
-            free(src->bits);
-            free(src);
-        }
-        hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for a layer signal "
-                   "table of %u streams x %u layers", engine->opts.max_streams,
-                   engine->opts.max_layers);
+    if (src == NULL) {
+        hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for a layer "
+                   "source");
         return NULL;
     }
     snprintf(src->name, sizeof(src->name), "%s", name);
     src->next               = engine->layers->sources;
     engine->layers->sources = src;
     return src;
+}
+
+/* Its signal table, at its first signal. */
+static hixl_status_t hixl_layer_source_table(hixl_engine_t *engine,
+                                             hixl_layer_source_t *src)
+{
+    size_t words = hixl_layer_words(engine);
+
+    if (src->gen != NULL) {
+        return HIXL_SUCCESS;
+    }
+    src->gen  = calloc(engine->opts.max_streams, sizeof(uint64_t));
+    src->bits = calloc((size_t)engine->opts.max_streams * words,
+                       sizeof(uint64_t));
+    if ((src->gen == NULL) || (src->bits == NULL)) {
+        free(src->gen);
+        free(src->bits);
+        src->gen  = NULL;
+        src->bits = NULL;
+        return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for a layer "
+                          "signal table of %u streams x %u layers",
+                          engine->opts.max_streams, engine->opts.max_layers);
+    }
+    return HIXL_SUCCESS;
+}
+
+static void hixl_layer_source_free(hixl_layer_source_t *src)
+{
+    free(src->gen);
+    free(src->bits);
+    free(src);
+}
+
+/* Past the bound, drop the source whose connection ended first. */
+static void hixl_layer_sources_trim(hixl_engine_t *engine)
+{
+    struct hixl_layers *l = engine->layers;
+    hixl_layer_source_t **pp, **oldest;
+    hixl_layer_source_t *src;
+
+    while (l->nended > HIXL_LAYER_ENDED_MAX) {
+        oldest = NULL;
+        for (pp = &l->sources; *pp != NULL; pp = &(*pp)->next) {
+            if (((*pp)->ended != 0) &&
+                ((oldest == NULL) || ((*pp)->ended < (*oldest)->ended))) {
+                oldest = pp;
+            }
+        }
+        if (oldest == NULL) {
+            l->nended = 0;   /* not reached: every ended one is counted */
+            return;
+        }
+        src     = *oldest;
+        *oldest = src->next;
+        --l->nended;
+        hixl_layer_source_free(src);
+    }
 }
 
 /* Ready hook: an accepted peer may signal layers (engine->lock held). */
@@ -108,12 +169,18 @@ static hixl_status_t hixl_layer_peer_ready(hixl_engine_t *engine,
         }
         src->instance = peer->remote_instance;
     } else if (src->instance != peer->remote_instance) {
-        memset(src->gen, 0, engine->opts.max_streams * sizeof(uint64_t));
-        memset(src->bits, 0, (size_t)engine->opts.max_streams * words *
-                             sizeof(uint64_t));
+        if (src->gen != NULL) {
+            memset(src->gen, 0, engine->opts.max_streams * sizeof(uint64_t));
+            memset(src->bits, 0, (size_t)engine->opts.max_streams * words *
+                                 sizeof(uint64_t));
+        }
         src->instance = peer->remote_instance;
         src->epoch++;
         pthread_cond_broadcast(&engine->cond);
+    }
+    if (src->ended != 0) {   /* back before it was dropped */
+        src->ended = 0;
+        --engine->layers->nended;
     }
     src->conn       = peer->serial;
     peer->layer_in  = src;
@@ -127,10 +194,13 @@ static void hixl_layer_peer_closed(hixl_engine_t *engine, hixl_peer_t *peer)
     if ((src == NULL) || (src->conn != peer->serial)) {
         return;
     }
-    src->conn = 0;
+    src->conn  = 0;
+    src->ended = ++engine->layers->ends;
+    ++engine->layers->nended;
     snprintf(src->closed_reason, sizeof(src->closed_reason), "%s",
              peer->close_reason);
     peer->layer_in = NULL;
+    hixl_layer_sources_trim(engine);
 }
 
 static const hixl_peer_hooks_t hixl_layer_wait_hooks = {
@@ -154,6 +224,11 @@ static int hixl_on_layer(hixl_engine_t *engine, hixl_peer_t *peer,
                         "signal for stream %u layer %u, beyond the %u streams "
                         "x %u layers announced", stream, layer,
                         engine->opts.max_streams, engine->opts.max_layers);
+        return 1;
+    }
+    if (hixl_layer_source_table(engine, src) != HIXL_SUCCESS) {
+        hixl_peer_close(engine, peer, HIXL_RESOURCE_EXHAUSTED, "%s",
+                        hixl_error_message());
         return 1;
     }
     bits = &src->bits[(size_t)stream * words];
@@ -214,8 +289,9 @@ static int hixl_layer_check(void *arg)
                                  "restarted (a new engine instance connected "
                                  "under its name)", src->name));
     }
-    have = src->gen[q->stream];
-    bits = &src->bits[(size_t)q->stream * hixl_layer_words(q->engine)];
+    have = (src->gen != NULL) ? src->gen[q->stream] : 0;
+    bits = (src->gen != NULL) ?
+           &src->bits[(size_t)q->stream * hixl_layer_words(q->engine)] : NULL;
     if ((have == q->gen + 1) &&
         (bits[q->layer / 64] & (1ull << (q->layer % 64)))) {
         return hixl_layer_decide(q, HIXL_SUCCESS);
@@ -364,9 +440,7 @@ void hixl_layer_cleanup(hixl_engine_t *engine)
     }
     while ((src = engine->layers->sources) != NULL) {
         engine->layers->sources = src->next;
-        free(src->gen);
-        free(src->bits);
-        free(src);
+        hixl_layer_source_free(src);
     }
     free(engine->layers);
     engine->layers = NULL;
