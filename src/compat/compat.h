@@ -32,6 +32,13 @@ HIXL_COMPAT_HIDDEN int hixl_compat_name_listens(const char *name);
 HIXL_COMPAT_HIDDEN uint64_t hixl_compat_deadline_ns(int64_t timeout_ms);
 HIXL_COMPAT_HIDDEN int hixl_compat_ms_left(uint64_t deadline_ns);
 
+/* Little-endian fields of the surfaces' own wire formats (the verbs'
+ * region table, HixlCS's messages): util/byteorder.h's. */
+HIXL_COMPAT_HIDDEN uint32_t hixl_compat_get_le32(const uint8_t *p);
+HIXL_COMPAT_HIDDEN uint64_t hixl_compat_get_le64(const uint8_t *p);
+HIXL_COMPAT_HIDDEN void hixl_compat_put_le32(uint8_t *p, uint32_t v);
+HIXL_COMPAT_HIDDEN void hixl_compat_put_le64(uint8_t *p, uint64_t v);
+
 /* Check a HixlCS global_resource_config as CANN hixl does: NULL or "" is
  * none; otherwise a JSON object whose comm_resource_config.listen_port (a
  * server's) or comm_resource_config.qos (a client's) and

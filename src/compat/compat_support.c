@@ -6,6 +6,7 @@
  */
 #include "config.h"
 #include "compat/compat.h"
+#include "util/byteorder.h"
 #include "util/clock.h"
 #include "util/engine_name.h"
 #include "util/json.h"
@@ -15,6 +16,26 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+uint32_t hixl_compat_get_le32(const uint8_t *p)
+{
+    return hixl_get_le32(p);
+}
+
+uint64_t hixl_compat_get_le64(const uint8_t *p)
+{
+    return hixl_get_le64(p);
+}
+
+void hixl_compat_put_le32(uint8_t *p, uint32_t v)
+{
+    hixl_put_le32(p, v);
+}
+
+void hixl_compat_put_le64(uint8_t *p, uint64_t v)
+{
+    hixl_put_le64(p, v);
+}
 
 hixl_status_t hixl_compat_error(hixl_status_t status, const char *fmt, ...)
 {

@@ -190,11 +190,19 @@ hixl_status_t hixl_cs_engine(const char *name, int client,
     return hixl_initialize(name, opts, client ? 2 : 1, engine_p);
 }
 
+/* Polling answers: short naps while they are likely to come soon, then
+ * longer ones, so that a waiting caller costs little CPU. */
+#define HIXL_CS_BACKOFF_SHORT_POLLS 100
+#define HIXL_CS_BACKOFF_SHORT_NS    100000L    /* 0.1 ms */
+#define HIXL_CS_BACKOFF_LONG_NS     2000000L   /* 2 ms */
+
 void hixl_cs_backoff(unsigned *idle)
 {
-    struct timespec ts = {0, (*idle < 100) ? 100000L : 2000000L};
+    struct timespec ts = {0, (*idle < HIXL_CS_BACKOFF_SHORT_POLLS) ?
+                             HIXL_CS_BACKOFF_SHORT_NS :
+                             HIXL_CS_BACKOFF_LONG_NS};
 
-    if (*idle < 100) {
+    if (*idle < HIXL_CS_BACKOFF_SHORT_POLLS) {
         (*idle)++;
     }
     nanosleep(&ts, NULL);

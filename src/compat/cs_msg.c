@@ -9,7 +9,6 @@
 
 #include "cs_msg.h"
 
-#include <endian.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,39 +17,11 @@
 #define HIXL_CS_TABLE_MAGIC "HXCT"
 #define HIXL_CS_VERSION     1u
 
-static void hixl_cs_put32(uint8_t *p, uint32_t v)
-{
-    v = htole32(v);
-    memcpy(p, &v, sizeof(v));
-}
-
-static void hixl_cs_put64(uint8_t *p, uint64_t v)
-{
-    v = htole64(v);
-    memcpy(p, &v, sizeof(v));
-}
-
-static uint32_t hixl_cs_get32(const uint8_t *p)
-{
-    uint32_t v;
-
-    memcpy(&v, p, sizeof(v));
-    return le32toh(v);
-}
-
-static uint64_t hixl_cs_get64(const uint8_t *p)
-{
-    uint64_t v;
-
-    memcpy(&v, p, sizeof(v));
-    return le64toh(v);
-}
-
 void hixl_cs_req_encode(uint8_t buf[HIXL_CS_REQ_LEN], uint64_t id)
 {
     memcpy(buf, HIXL_CS_REQ_MAGIC, 4);
-    hixl_cs_put32(buf + 4, HIXL_CS_VERSION);
-    hixl_cs_put64(buf + 8, id);
+    hixl_compat_put_le32(buf + 4, HIXL_CS_VERSION);
+    hixl_compat_put_le64(buf + 8, id);
 }
 
 int hixl_cs_req_decode(const void *msg, size_t len, uint64_t *id)
@@ -58,10 +29,10 @@ int hixl_cs_req_decode(const void *msg, size_t len, uint64_t *id)
     const uint8_t *p = msg;
 
     if ((len != HIXL_CS_REQ_LEN) || memcmp(p, HIXL_CS_REQ_MAGIC, 4) ||
-        (hixl_cs_get32(p + 4) != HIXL_CS_VERSION)) {
+        (hixl_compat_get_le32(p + 4) != HIXL_CS_VERSION)) {
         return -1;
     }
-    *id = hixl_cs_get64(p + 8);
+    *id = hixl_compat_get_le64(p + 8);
     return 0;
 }
 
@@ -83,15 +54,15 @@ void hixl_cs_table_encode(uint8_t *buf, uint64_t id, const hixl_cs_entry_t *e,
     uint32_t i;
 
     memcpy(buf, HIXL_CS_TABLE_MAGIC, 4);
-    hixl_cs_put32(buf + 4, HIXL_CS_VERSION);
-    hixl_cs_put64(buf + 8, id);
-    hixl_cs_put32(buf + 16, n);
-    hixl_cs_put32(buf + 20, 0);
+    hixl_compat_put_le32(buf + 4, HIXL_CS_VERSION);
+    hixl_compat_put_le64(buf + 8, id);
+    hixl_compat_put_le32(buf + 16, n);
+    hixl_compat_put_le32(buf + 20, 0);
     for (i = 0; i < n; ++i) {
-        hixl_cs_put32(p, (uint32_t)e[i].type);
-        hixl_cs_put32(p + 4, (uint32_t)e[i].tag_len);
-        hixl_cs_put64(p + 8, e[i].addr);
-        hixl_cs_put64(p + 16, e[i].size);
+        hixl_compat_put_le32(p, (uint32_t)e[i].type);
+        hixl_compat_put_le32(p + 4, (uint32_t)e[i].tag_len);
+        hixl_compat_put_le64(p + 8, e[i].addr);
+        hixl_compat_put_le64(p + 16, e[i].size);
         memcpy(p + HIXL_CS_ENTRY_HDR, e[i].tag, e[i].tag_len);
         p += HIXL_CS_ENTRY_HDR + e[i].tag_len;
     }
@@ -119,8 +90,8 @@ static int hixl_cs_table_check(const uint8_t *p, size_t len, uint32_t count,
             snprintf(why, whylen, "entry %u is cut short", i);
             return -1;
         }
-        type = hixl_cs_get32(p + off);
-        tlen = hixl_cs_get32(p + off + 4);
+        type = hixl_compat_get_le32(p + off);
+        tlen = hixl_compat_get_le32(p + off + 4);
         if ((type != (uint32_t)COMM_MEM_TYPE_DEVICE) &&
             (type != (uint32_t)COMM_MEM_TYPE_HOST)) {
             snprintf(why, whylen, "entry %u: memory type %d", i,
@@ -157,13 +128,13 @@ int hixl_cs_table_decode(const void *msg, size_t len, uint64_t *id,
 
     memset(table, 0, sizeof(*table));
     if ((len < HIXL_CS_TABLE_HDR) || memcmp(p, HIXL_CS_TABLE_MAGIC, 4) ||
-        (hixl_cs_get32(p + 4) != HIXL_CS_VERSION) ||
-        (hixl_cs_get32(p + 20) != 0)) {
+        (hixl_compat_get_le32(p + 4) != HIXL_CS_VERSION) ||
+        (hixl_compat_get_le32(p + 20) != 0)) {
         snprintf(why, whylen, "not a version %u region table (%zu bytes)",
                  HIXL_CS_VERSION, len);
         return -1;
     }
-    count = hixl_cs_get32(p + 16);
+    count = hixl_compat_get_le32(p + 16);
     if (count > HIXL_CS_MAX_REGIONS) {
         snprintf(why, whylen, "%u regions, limit %u", count,
                  HIXL_CS_MAX_REGIONS);
@@ -183,10 +154,12 @@ int hixl_cs_table_decode(const void *msg, size_t len, uint64_t *id,
     }
     table->tags[0] = block;   /* freed through tags[0], even when empty */
     for (i = 0; i < count; ++i) {
-        tlen = hixl_cs_get32(p + off + 4);
-        table->mems[i].type = (CommMemType)(int32_t)hixl_cs_get32(p + off);
-        table->mems[i].addr = (void*)(uintptr_t)hixl_cs_get64(p + off + 8);
-        table->mems[i].size = hixl_cs_get64(p + off + 16);
+        tlen = hixl_compat_get_le32(p + off + 4);
+        table->mems[i].type =
+            (CommMemType)(int32_t)hixl_compat_get_le32(p + off);
+        table->mems[i].addr =
+            (void*)(uintptr_t)hixl_compat_get_le64(p + off + 8);
+        table->mems[i].size = hixl_compat_get_le64(p + off + 16);
         table->tags[i]      = block;
         memcpy(block, p + off + HIXL_CS_ENTRY_HDR, tlen);
         block[tlen] = '\0';
@@ -194,6 +167,6 @@ int hixl_cs_table_decode(const void *msg, size_t len, uint64_t *id,
         off   += HIXL_CS_ENTRY_HDR + tlen;
     }
     table->count = count;
-    *id          = hixl_cs_get64(p + 8);
+    *id          = hixl_compat_get_le64(p + 8);
     return 0;
 }

@@ -22,7 +22,6 @@
 
 #include "compat.h"
 
-#include <endian.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -37,35 +36,6 @@
 #define HV_VERSION     1u
 #define HV_HEADER_LEN  16u
 #define HV_ENTRY_LEN   16u
-
-/* Little-endian fields of the region table message. */
-static inline void hv_put_le32(uint8_t *p, uint32_t v)
-{
-    v = htole32(v);
-    memcpy(p, &v, sizeof(v));
-}
-
-static inline void hv_put_le64(uint8_t *p, uint64_t v)
-{
-    v = htole64(v);
-    memcpy(p, &v, sizeof(v));
-}
-
-static inline uint32_t hv_get_le32(const uint8_t *p)
-{
-    uint32_t v;
-
-    memcpy(&v, p, sizeof(v));
-    return le32toh(v);
-}
-
-static inline uint64_t hv_get_le64(const uint8_t *p)
-{
-    uint64_t v;
-
-    memcpy(&v, p, sizeof(v));
-    return le64toh(v);
-}
 
 /* Sweeps of pending writes spin this many times before sleeping. */
 #define HV_SPIN_SWEEPS 256
@@ -373,12 +343,13 @@ static HixlResult hv_table_pack(HixlContext ctx, uint8_t **msg_p,
                           "region table message");
     }
     memcpy(msg, HV_MAGIC, 4);
-    hv_put_le32(msg + 4, HV_VERSION);
-    hv_put_le32(msg + 8, ctx->num_mrs);
-    hv_put_le32(msg + 12, 0);
+    hixl_compat_put_le32(msg + 4, HV_VERSION);
+    hixl_compat_put_le32(msg + 8, ctx->num_mrs);
+    hixl_compat_put_le32(msg + 12, 0);
     for (i = 0, p = msg + HV_HEADER_LEN; i < ctx->num_mrs; ++i) {
-        hv_put_le64(p, ctx->mrs[i]->live ? (uintptr_t)ctx->mrs[i]->addr : 0);
-        hv_put_le64(p + 8, ctx->mrs[i]->live ? ctx->mrs[i]->len : 0);
+        hixl_compat_put_le64(p, ctx->mrs[i]->live ?
+                                (uintptr_t)ctx->mrs[i]->addr : 0);
+        hixl_compat_put_le64(p + 8, ctx->mrs[i]->live ? ctx->mrs[i]->len : 0);
         p += HV_ENTRY_LEN;
     }
     pthread_mutex_unlock(&ctx->lock);
@@ -396,11 +367,11 @@ static HixlResult hv_table_unpack(hv_rank_t *rank, uint32_t r,
     uint32_t count, i;
 
     if ((n->msg_len < HV_HEADER_LEN) || memcmp(p, HV_MAGIC, 4) ||
-        (hv_get_le32(p + 4) != HV_VERSION)) {
+        (hixl_compat_get_le32(p + 4) != HV_VERSION)) {
         return hixl_compat_error(HIXL_FAILED, "rank %u (%s) sent a region table of "
                           "an unknown format", r, rank->name);
     }
-    count = hv_get_le32(p + 8);
+    count = hixl_compat_get_le32(p + 8);
     if ((n->msg_len - HV_HEADER_LEN) / HV_ENTRY_LEN != count ||
         (n->msg_len - HV_HEADER_LEN) % HV_ENTRY_LEN != 0) {
         return hixl_compat_error(HIXL_FAILED, "rank %u (%s) sent a region table of "
@@ -413,8 +384,8 @@ static HixlResult hv_table_unpack(hv_rank_t *rank, uint32_t r,
                           "region table of rank %u", r);
     }
     for (i = 0, p += HV_HEADER_LEN; i < count; ++i, p += HV_ENTRY_LEN) {
-        mrs[i].addr = hv_get_le64(p);
-        mrs[i].len  = hv_get_le64(p + 8);
+        mrs[i].addr = hixl_compat_get_le64(p);
+        mrs[i].len  = hixl_compat_get_le64(p + 8);
         if (mrs[i].addr + mrs[i].len < mrs[i].addr) {
             free(mrs);
             return hixl_compat_error(HIXL_FAILED, "rank %u (%s) announced region "

@@ -108,7 +108,8 @@ static void hixl_ep_transports(hixl_peer_t *peer)
     size_t len = 0, i;
     FILE *f    = open_memstream(&text, &len);
 
-    peer->ep_rdma = 0;   /* unknown: the safe choice */
+    /* unknown: the safe choice */
+    hixl_peer_mark(peer, HIXL_PEER_F_EP_RDMA, 0);
     if (f == NULL) {
         return;
     }
@@ -116,7 +117,9 @@ static void hixl_ep_transports(hixl_peer_t *peer)
     fclose(f);
     if (text != NULL) {
         for (i = 0; i < sizeof(rdma) / sizeof(rdma[0]); ++i) {
-            peer->ep_rdma |= (strstr(text, rdma[i]) != NULL);
+            if (strstr(text, rdma[i]) != NULL) {
+                hixl_peer_mark(peer, HIXL_PEER_F_EP_RDMA, 1);
+            }
         }
     }
     free(text);
@@ -156,7 +159,8 @@ hixl_status_t hixl_peer_ep_create(hixl_engine_t *engine, hixl_peer_t *peer,
                           ucs_status_string(ustatus), hixl_tls_name(),
                           (mode == HIXL_ERROR_MODE_PEER) ? "peer" : "none");
     }
-    peer->ep_peer_mode = (mode == HIXL_ERROR_MODE_PEER);
+    hixl_peer_mark(peer, HIXL_PEER_F_EP_PEER_MODE,
+                   mode == HIXL_ERROR_MODE_PEER);
     hixl_ep_transports(peer);
     peer->epf = hixl_epf_create(peer->ep, hixl_epf_ucp_flush,
                                 &engine->progress.flush_wanted);
@@ -168,9 +172,10 @@ hixl_status_t hixl_peer_ep_create(hixl_engine_t *engine, hixl_peer_t *peer,
         return status;
     }
     hixl_log_debug("%s: endpoint in UCX error mode %s%s", peer->name,
-                   peer->ep_peer_mode ? "peer" : "none",
-                   peer->ep_rdma ? ", RDMA lanes" : "");
-    return hixl_chan_bind(engine, peer->chan, peer->ep_peer_mode);
+                   (mode == HIXL_ERROR_MODE_PEER) ? "peer" : "none",
+                   hixl_peer_is(peer, HIXL_PEER_F_EP_RDMA) ? ", RDMA lanes" :
+                   "");
+    return hixl_chan_bind(engine, peer->chan, mode == HIXL_ERROR_MODE_PEER);
 }
 
 static void hixl_ep_closed_cb(void *request, ucs_status_t status,
@@ -223,12 +228,13 @@ void hixl_peer_ep_close(hixl_engine_t *engine, hixl_peer_t *peer,
                   (peer->chan != NULL) &&
                   (atomic_load(&peer->chan->bound) == 1);
     int retire  = ucx_ok && (peer->end != HIXL_PEER_END_ABRUPT);
+    int peer_mode = hixl_peer_is(peer, HIXL_PEER_F_EP_PEER_MODE);
 
     if (peer->epf != NULL) {
         hixl_epf_close(peer->epf, status);   /* no flush may be issued now */
         peer->epf = NULL;
     }
-    if ((peer->ep != NULL) && peer->ep_peer_mode && retire) {
+    if ((peer->ep != NULL) && peer_mode && retire) {
         /* both sides may be alive: flushed, then force-closed, and the
          * listener asked to close its end when nothing was in flight
          * (core/ep_retire.h) */
@@ -239,7 +245,7 @@ void hixl_peer_ep_close(hixl_engine_t *engine, hixl_peer_t *peer,
     } else if (peer->ep != NULL) {
         /* the peer is gone (its sockets with it), or UCX's error path has
          * the endpoint: closed at once, what is queued cancelled */
-        hixl_ep_close_now(peer->ep, peer->ep_err, peer->ep_peer_mode,
+        hixl_ep_close_now(peer->ep, peer->ep_err, peer_mode,
                           peer->name);
     }
     peer->ep = NULL;

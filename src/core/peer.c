@@ -52,7 +52,7 @@ hixl_peer_t *hixl_peer_create(hixl_engine_t *engine, int fd, int outgoing)
         return NULL;
     }
     peer->engine   = engine;
-    peer->outgoing = outgoing;
+    hixl_peer_mark(peer, HIXL_PEER_F_OUTGOING, outgoing);
     peer->state    = HIXL_PEER_HANDSHAKE;
     peer->serial   = ++t->next_serial;
     atomic_init(&peer->refcount, 1);
@@ -168,7 +168,8 @@ void hixl_peer_close(hixl_engine_t *engine, hixl_peer_t *peer,
     peer->close_status = status;
     peer->state        = HIXL_PEER_CLOSED;
     hixl_log_info("peer %s (%s): closed: %s", peer->name[0] ? peer->name :
-                  "(handshake)", peer->outgoing ? "outgoing" : "accepted",
+                  "(handshake)",
+                  hixl_peer_outgoing(peer) ? "outgoing" : "accepted",
                   peer->close_reason);
 
     for (i = t->nhooks; i-- > 0;) {
@@ -204,13 +205,14 @@ hixl_peer_t *hixl_peer_find(hixl_engine_t *engine, const char *remote,
     hixl_name_for_each_spelling(name, remote, &canon, pass) {
         for (peer = engine->peers.head; peer != NULL; peer = peer->next) {
             if ((peer->state == HIXL_PEER_CLOSED) ||
-                ((outgoing >= 0) && (peer->outgoing != outgoing))) {
+                ((outgoing >= 0) &&
+                 (hixl_peer_outgoing(peer) != outgoing))) {
                 continue;
             }
             if (strcmp(peer->alias, name) && strcmp(peer->name, name)) {
                 continue;
             }
-            if (peer->outgoing || (outgoing == 0)) {
+            if (hixl_peer_outgoing(peer) || (outgoing == 0)) {
                 return peer;
             }
             found = peer;   /* accepted; keep looking for an outgoing one */

@@ -56,13 +56,21 @@ typedef enum hixl_peer_end {
                                 alive behind a partition, its queue blocked */
 } hixl_peer_end_t;
 
+/* What a peer is (peer->flags), one bit each. */
+enum {
+    HIXL_PEER_F_OUTGOING     = 1u << 0,   /* this engine connected to it */
+    HIXL_PEER_F_SAME_HOST    = 1u << 1,   /* the other engine is on this host */
+    HIXL_PEER_F_EP_PEER_MODE = 1u << 2,   /* its endpoint in UCX's PEER error
+                                             mode */
+    HIXL_PEER_F_EP_RDMA      = 1u << 3    /* UCX gave its endpoint RDMA lanes */
+};
+
 struct hixl_peer {
     hixl_peer_t          *next;
     hixl_engine_t        *engine;
     atomic_uint           refcount;
     uint64_t              serial;
-    int                   outgoing;
-    int                   same_host;    /* the other engine is on this host */
+    unsigned              flags;        /* HIXL_PEER_F_* */
     hixl_peer_state_t     state;
     hixl_status_t         close_status;
     hixl_peer_end_t       end;          /* set before hixl_peer_close */
@@ -77,8 +85,6 @@ struct hixl_peer {
     ucp_ep_h              ep;
     hixl_epf_t           *epf;          /* with the endpoint */
     hixl_ep_err_t        *ep_err;       /* what UCX reported on it */
-    int                   ep_peer_mode; /* in UCX's PEER error mode */
-    int                   ep_rdma;      /* UCX gave it RDMA lanes */
     pid_t                 cma_pid;      /* outgoing, same host: copies go
                                            straight there (core/cma.h) */
     uint64_t              retire_id;    /* closed: its endpoint's retirement
@@ -93,6 +99,26 @@ struct hixl_peer {
     struct hixl_layer_out *layer_out;   /* ops/: layers flushed to it */
     struct hixl_layer_source *layer_in; /* ops/: its signals to us */
 };
+
+static inline int hixl_peer_is(const hixl_peer_t *peer, unsigned flag)
+{
+    return (peer->flags & flag) != 0;
+}
+
+static inline int hixl_peer_outgoing(const hixl_peer_t *peer)
+{
+    return hixl_peer_is(peer, HIXL_PEER_F_OUTGOING);
+}
+
+static inline int hixl_peer_same_host(const hixl_peer_t *peer)
+{
+    return hixl_peer_is(peer, HIXL_PEER_F_SAME_HOST);
+}
+
+static inline void hixl_peer_mark(hixl_peer_t *peer, unsigned flag, int on)
+{
+    peer->flags = on ? (peer->flags | flag) : (peer->flags & ~flag);
+}
 
 typedef struct hixl_peer_hooks {
     const char    *name;

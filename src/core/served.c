@@ -91,7 +91,7 @@ static void hixl_served_close(hixl_engine_t *engine, hixl_peer_t *peer)
     hixl_served_slot_t *slot;
     hixl_peer_t *held = NULL;
 
-    if (peer->outgoing || (peer->conn_id == 0)) {
+    if (hixl_peer_outgoing(peer) || (peer->conn_id == 0)) {
         return;
     }
     pthread_rwlock_wrlock(&engine->serve_lock);

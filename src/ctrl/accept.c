@@ -37,7 +37,7 @@ static hixl_peer_t *hixl_accept_oldest(hixl_engine_t *engine, unsigned *n_p)
     unsigned n = 0;
 
     for (peer = engine->peers.head; peer != NULL; peer = peer->next) {
-        if (peer->outgoing || (peer->state != HIXL_PEER_HANDSHAKE) ||
+        if (hixl_peer_outgoing(peer) || (peer->state != HIXL_PEER_HANDSHAKE) ||
             (peer->hs == NULL)) {
             continue;
         }

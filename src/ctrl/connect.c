@@ -92,7 +92,8 @@ static void hixl_connect_cma(hixl_engine_t *engine, hixl_peer_t *peer,
     int err;
 
     peer->cma_pid = 0;
-    if (!peer->same_host || (engine->opts.data_path == HIXL_DATA_PATH_RMA) ||
+    if (!hixl_peer_same_host(peer) ||
+        (engine->opts.data_path == HIXL_DATA_PATH_RMA) ||
         (engine->opts.data_path == HIXL_DATA_PATH_AM) ||
         !hixl_ucx_tls_allows(cma, sizeof(cma) / sizeof(cma[0]))) {
         return;
@@ -138,8 +139,9 @@ static int hixl_on_hello_ack(hixl_engine_t *engine, hixl_peer_t *peer,
     }
     peer->hs->remote_max_streams = msg->u.hello_ack.max_streams;
     peer->hs->remote_max_layers  = msg->u.hello_ack.max_layers;
-    peer->same_host = (host->len == strlen(engine->host_id)) &&
-                      !memcmp(host->ptr, engine->host_id, host->len);
+    hixl_peer_mark(peer, HIXL_PEER_F_SAME_HOST,
+                   (host->len == strlen(engine->host_id)) &&
+                   !memcmp(host->ptr, engine->host_id, host->len));
     peer->conn_id   = msg->u.hello_ack.conn;
     if (msg->u.hello_ack.resume.len == HIXL_RESUME_LEN) {
         memcpy(peer->hs->resume, msg->u.hello_ack.resume.ptr, HIXL_RESUME_LEN);

@@ -113,7 +113,7 @@ static void hixl_ctrl_reap_handshakes(hixl_engine_t *engine, uint64_t now)
         next = peer->next;
         if ((peer->state == HIXL_PEER_HANDSHAKE) && (peer->hs != NULL) &&
             (now > peer->hs->deadline_ns)) {
-            if (peer->outgoing) {
+            if (hixl_peer_outgoing(peer)) {
                 hixl_peer_close(engine, peer, HIXL_TIMEOUT, "no handshake "
                                 "answer within the connect's timeout");
             } else {

@@ -41,12 +41,11 @@ static const char *hixl_ctrl_illegal(const hixl_ctrl_rule_t *rule,
     if (rule->fn == NULL) {
         return "is unknown";
     }
-    if (!(rule->when & (peer->outgoing ? HIXL_CTRL_ON_OUTGOING :
+    if (!(rule->when & (hixl_peer_outgoing(peer) ? HIXL_CTRL_ON_OUTGOING :
                         HIXL_CTRL_ON_ACCEPTED))) {
-        return peer->outgoing ? "from an engine we connected to (only "
-                                "connectors send it)" :
-                                "from an engine that connected to us (only "
-                                "listeners send it)";
+        return hixl_peer_outgoing(peer) ?
+               "from an engine we connected to (only connectors send it)" :
+               "from an engine that connected to us (only listeners send it)";
     }
     if (!(rule->when & ((peer->state == HIXL_PEER_READY) ?
                         HIXL_CTRL_WHEN_READY : HIXL_CTRL_IN_HANDSHAKE))) {

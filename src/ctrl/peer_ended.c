@@ -93,7 +93,7 @@ void hixl_ended_record(hixl_ended_list_t *list, const hixl_peer_t *peer,
     if (peer->name[0] == '\0') {
         return;   /* ended in its handshake: nobody can ask for it by name */
     }
-    hixl_ended_forget(list, peer->name, peer->outgoing);
+    hixl_ended_forget(list, peer->name, hixl_peer_outgoing(peer));
     e = calloc(1, sizeof(*e));
     if (e == NULL) {
         return;   /* only a poorer message later, or NOT_CONNECTED */
@@ -101,7 +101,7 @@ void hixl_ended_record(hixl_ended_list_t *list, const hixl_peer_t *peer,
     snprintf(e->name, sizeof(e->name), "%s", peer->name);
     snprintf(e->alias, sizeof(e->alias), "%s", peer->alias);
     snprintf(e->reason, sizeof(e->reason), "%s", peer->close_reason);
-    e->outgoing = peer->outgoing;
+    e->outgoing = hixl_peer_outgoing(peer);
     e->owed     = owed;
     e->instance = peer->remote_instance;
     if (resume != NULL) {

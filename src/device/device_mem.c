@@ -126,7 +126,7 @@ int hixl_dev_peer_local(const hixl_engine_t *engine, const hixl_peer_t *peer)
     hixl_dev_local_eng_t *e;
     int found = 0;
 
-    if (!peer->same_host) {
+    if (!hixl_peer_same_host(peer)) {
         return 0;
     }
     pthread_mutex_lock(&hixl_dev_local_lock);

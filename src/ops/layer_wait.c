@@ -158,7 +158,7 @@ static hixl_status_t hixl_layer_peer_ready(hixl_engine_t *engine,
     size_t words = hixl_layer_words(engine);
     hixl_layer_source_t *src;
 
-    if (peer->outgoing) {
+    if (hixl_peer_outgoing(peer)) {
         return HIXL_SUCCESS;
     }
     src = hixl_layer_source_find(engine, peer->name);

@@ -180,7 +180,7 @@ static hixl_status_t hixl_region_add(hixl_engine_t *engine,
     /* Tell connected peers now; one that transfers into the region before
      * this arrives asks for it (SYNC) instead of refusing. */
     for (peer = engine->peers.head; peer != NULL; peer = peer->next) {
-        if (!peer->outgoing && (peer->state == HIXL_PEER_READY)) {
+        if (!hixl_peer_outgoing(peer) && (peer->state == HIXL_PEER_READY)) {
             hixl_mem_send_add(peer, region);
         }
     }
@@ -385,7 +385,7 @@ static int hixl_revoke_done(void *arg)
     hixl_peer_t *peer;
 
     for (peer = w->engine->peers.head; peer != NULL; peer = peer->next) {
-        if (!peer->outgoing && (peer->state == HIXL_PEER_READY) &&
+        if (!hixl_peer_outgoing(peer) && (peer->state == HIXL_PEER_READY) &&
             (peer->mem->sync_acked < w->token)) {
             return 0;
         }
@@ -412,7 +412,7 @@ static unsigned hixl_revoke(hixl_engine_t *engine, hixl_region_t *region,
     sync.u.sync.token   = wait.token;
     for (peer = engine->peers.head; peer != NULL; peer = next) {
         next = peer->next;
-        if (peer->outgoing || (peer->state != HIXL_PEER_READY)) {
+        if (hixl_peer_outgoing(peer) || (peer->state != HIXL_PEER_READY)) {
             continue;
         }
         if ((hixl_ctrl_send(peer, &del) != HIXL_SUCCESS) ||
@@ -427,7 +427,7 @@ static unsigned hixl_revoke(hixl_engine_t *engine, hixl_region_t *region,
     }
     for (peer = engine->peers.head; peer != NULL; peer = next) {
         next = peer->next;
-        if (!peer->outgoing && (peer->state == HIXL_PEER_READY) &&
+        if (!hixl_peer_outgoing(peer) && (peer->state == HIXL_PEER_READY) &&
             (peer->mem->sync_acked < wait.token)) {
             hixl_log_warn("%s did not confirm the revocation of region [0x%"
                           PRIx64 ", +%" PRIu64 ") within %d ms; "
@@ -575,7 +575,7 @@ static hixl_rpath_t hixl_rregion_path(hixl_engine_t *engine,
     case HIXL_DATA_PATH_CMA:
         return other;
     default:
-        return peer->ep_rdma ? HIXL_RPATH_UCX :
+        return hixl_peer_is(peer, HIXL_PEER_F_EP_RDMA) ? HIXL_RPATH_UCX :
                (rr->mapped != NULL) ? HIXL_RPATH_MAP : other;
     }
 }

@@ -417,7 +417,7 @@ static void hixl_xfer_check_alive(hixl_request_t *req, hixl_peer_t *peer)
 {
     char c;
 
-    if ((peer == NULL) || !peer->same_host ||
+    if ((peer == NULL) || !hixl_peer_same_host(peer) ||
         (atomic_load(&req->status) != HIXL_SUCCESS) || (peer->conn.fd < 0) ||
         (recv(peer->conn.fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) != 0)) {
         return;
