@@ -262,6 +262,20 @@ HIXL_API hixl_status_t hixl_alloc_mem(hixl_engine_t *engine, size_t len,
                                       hixl_mem_handle_t *handle_p);
 
 /**
+ * Wait until the memory this engine allocated so far (hixl_alloc_mem, with
+ * hixl.PrefaultMem auto or all) is warm: the engine writes every page of it
+ * once in the background, without changing a byte, because where memory is
+ * backed lazily (cloud VMs, containers) filled page tables alone leave the
+ * first transfer into it several times slower than the second.  Warming a
+ * GiB takes seconds; nothing has to wait for it, but a benchmark that
+ * measures the first transfer should.  SUCCESS when nothing is being
+ * warmed, TIMEOUT when something still is after timeout_ms (-1: no
+ * limit).
+ */
+HIXL_API hixl_status_t hixl_mem_warm_wait(hixl_engine_t *engine,
+                                          int32_t timeout_ms);
+
+/**
  * Deregister a region (hixl::Hixl::DeregisterMem).  Connected peers are
  * told first and must confirm that nothing they posted into it is still in
  * flight; only then is it unmapped and SUCCESS returned, and the memory may

@@ -81,6 +81,7 @@ struct hixl_engine {
     struct hixl_dev       *dev;       /* device/ */
     struct hixl_xfer      *xfer;      /* ops/transfer.c */
     struct hixl_workq     *prefaulter;    /* ops/mem_prefault.c */
+    struct hixl_warming   *warming;   /* ops/mem_prefault.c */
     struct hixl_workq     *copier;    /* ops/copier.c */
     struct hixl_notifies  *notifies;  /* ops/notify.c */
     struct hixl_memory    *memory;    /* ops/memory.c */

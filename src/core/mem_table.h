@@ -26,6 +26,8 @@ typedef struct hixl_region {
     struct hixl_dev_reg *dev;   /* device memory: its plugin side */
     atomic_uint     am_busy;    /* library messages reading or writing it
                                    right now (core/am_data.c) */
+    struct hixl_warm *warm;     /* allocated: its pages being written in
+                                   the background (ops/mem_prefault.h) */
 } hixl_region_t;
 
 typedef struct hixl_mem_slot {

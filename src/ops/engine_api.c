@@ -38,6 +38,7 @@ static void hixl_engine_destroy(hixl_engine_t *engine)
     hixl_dev_drain(engine);
     hixl_engine_destroy_worker(engine);
     hixl_memory_cleanup(engine);
+    hixl_prefault_cleanup(engine);   /* after the regions it warmed */
     hixl_dev_cleanup(engine);   /* after the regions its plugins export */
     hixl_notify_cleanup(engine);
     hixl_layer_cleanup(engine);
@@ -53,6 +54,9 @@ static hixl_status_t hixl_engine_setup(hixl_engine_t *engine)
     status = hixl_ctrl_init(engine);
     if (status == HIXL_SUCCESS) {
         status = hixl_dev_init(engine);   /* memory-type plugins */
+    }
+    if (status == HIXL_SUCCESS) {
+        status = hixl_prefault_init(engine);
     }
     if (status == HIXL_SUCCESS) {
         status = hixl_memory_init(engine);

@@ -94,6 +94,8 @@ static void hixl_region_unmap(hixl_engine_t *engine, hixl_region_t *region)
 
 static void hixl_region_free(hixl_engine_t *engine, hixl_region_t *region)
 {
+    hixl_warm_cancel(region->warm);   /* no page written after this */
+    region->warm = NULL;
     hixl_region_unmap(engine, region);
     hixl_dev_region_release(engine, region);
     free(region);
@@ -364,7 +366,14 @@ hixl_status_t hixl_alloc_mem(hixl_engine_t *engine, size_t len,
     }
     if ((status == HIXL_SUCCESS) && (type == HIXL_MEM_HOST) &&
         (engine->opts.prefault != HIXL_PREFAULT_NONE)) {
+        /* fresh memory of our own: page tables now, every page written
+         * in the background (the bytes stay zero or the application's) */
         hixl_mem_prefault(region);
+        pthread_mutex_lock(&engine->lock);
+        region->warm = hixl_warm_later(engine,
+                                       (void*)(uintptr_t)region->range.addr,
+                                       region->range.len);
+        pthread_mutex_unlock(&engine->lock);
     }
     if (status == HIXL_SUCCESS) {
         *addr_p   = (void*)(uintptr_t)region->range.addr;
