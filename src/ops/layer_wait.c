@@ -114,6 +114,7 @@ static hixl_status_t hixl_layer_peer_ready(hixl_engine_t *engine,
         src->instance = peer->remote_instance;
         src->epoch++;
         pthread_cond_broadcast(&engine->cond);
+        hixl_events_signal(&engine->events);
     }
     src->conn       = peer->serial;
     peer->layer_in  = src;
@@ -131,6 +132,8 @@ static void hixl_layer_peer_closed(hixl_engine_t *engine, hixl_peer_t *peer)
     snprintf(src->closed_reason, sizeof(src->closed_reason), "%s",
              peer->close_reason);
     peer->layer_in = NULL;
+    /* waits on it end FAILED: an event-driven waiter must look */
+    hixl_events_signal(&engine->events);
 }
 
 static const hixl_peer_hooks_t hixl_layer_wait_hooks = {
@@ -169,6 +172,7 @@ static int hixl_on_layer(hixl_engine_t *engine, hixl_peer_t *peer,
     }
     bits[layer / 64] |= 1ull << (layer % 64);
     pthread_cond_broadcast(&engine->cond);
+    hixl_events_signal(&engine->events);
     return 0;
 }
 
@@ -202,6 +206,10 @@ static int hixl_layer_check(void *arg)
     const uint64_t *bits;
     uint64_t have;
 
+    if (hixl_events_closing(&q->engine->events)) {
+        return hixl_layer_decide(q, hixl_error(HIXL_FAILED, "engine %s is "
+                                 "being finalized", q->engine->name.canon));
+    }
     src = hixl_layer_source_find(q->engine, q->source.canon);
     if (src == NULL) {
         return 0;   /* never connected yet: keep waiting */
@@ -293,6 +301,9 @@ hixl_status_t hixl_wait_layer(hixl_engine_t *engine, const char *source,
         return status;
     }
     status = hixl_check_timeout(timeout_ms);
+    if (status == HIXL_SUCCESS) {
+        status = hixl_events_enter(engine);   /* finalize may end it */
+    }
     if (status != HIXL_SUCCESS) {
         return status;
     }
@@ -306,6 +317,7 @@ hixl_status_t hixl_wait_layer(hixl_engine_t *engine, const char *source,
                               " (the source never connected)");
     }
     pthread_mutex_unlock(&engine->lock);
+    hixl_events_leave(engine);
     return q.status;
 }
 
