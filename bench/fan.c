@@ -42,6 +42,7 @@ enum {
     OPT_IDLE,
     OPT_POINT_TIMEOUT,
     OPT_POLL_US,
+    OPT_WAIT,
     OPT_PIN,
     OPT_NO_BASELINE,
     OPT_OUT,
@@ -92,6 +93,9 @@ static void fan_usage(FILE *out)
 "     --poll-us <us>   a prefill naps this long when a sweep over its\n"
 "                      requests completed nothing, as an application that\n"
 "                      computes between status polls (50; 0: spin as put_bw)\n"
+"     --wait <how>     poll: status polls and naps (--poll-us); block: a\n"
+"                      prefill sleeps in hixl_wait_transfers on its oldest\n"
+"                      request per peer instead (poll)\n"
 "\n"
 "  Bounds and output:\n"
 "     --point-timeout <s>  transfer budget of one run: posting stops then,\n"
@@ -259,6 +263,7 @@ static void fan_parse_opts(fan_opts_t *o, int argc, char **argv)
         {"idle",          required_argument, NULL, OPT_IDLE},
         {"point-timeout", required_argument, NULL, OPT_POINT_TIMEOUT},
         {"poll-us",       required_argument, NULL, OPT_POLL_US},
+        {"wait",          required_argument, NULL, OPT_WAIT},
         {"pin",           required_argument, NULL, OPT_PIN},
         {"no-baseline",   no_argument,       NULL, OPT_NO_BASELINE},
         {"out",           required_argument, NULL, OPT_OUT},
@@ -323,6 +328,13 @@ static void fan_parse_opts(fan_opts_t *o, int argc, char **argv)
         case OPT_POLL_US:
             o->poll_us = fan_parse_uint(optarg, "--poll-us", 0, 1000000);
             break;
+        case OPT_WAIT:
+            if (!strcmp(optarg, "poll") || !strcmp(optarg, "block")) {
+                o->wait_block = !strcmp(optarg, "block");
+            } else {
+                fan_bad_usage("--wait %s: expected poll or block", optarg);
+            }
+            break;
         case OPT_PIN:
             if ((sscanf(optarg, "%d,%d", &d, &p) != 2) || (d < 0) || (p < 0)) {
                 fan_bad_usage("--pin %s: expected DECODE_CPU,PREFILL_CPU",
@@ -381,8 +393,9 @@ static void fan_print_header(const fan_opts_t *o)
         return;
     }
     printf("fan: libhixl-ucx %s, UCX %s, %ld CPUs, load %.2f %.2f %.2f, "
-           "THP %s, %s", hixl_version(), ucp_get_version_string(),
-           sysconf(_SC_NPROCESSORS_ONLN), load[0], load[1], load[2], thp,
+           "THP %s, prefill waits: %s, %s", hixl_version(),
+           ucp_get_version_string(), sysconf(_SC_NPROCESSORS_ONLN), load[0],
+           load[1], load[2], thp, o->wait_block ? "block" : "poll",
            ctime(&now));
 }
 

@@ -73,6 +73,7 @@ typedef struct fan_opts {
     unsigned       warmup;         /* -w: untimed passes before */
     unsigned       reps;           /* -r */
     unsigned       poll_us;        /* --poll-us: nap between status polls */
+    int            wait_block;     /* --wait block: hixl_wait_transfers */
     double         idle_s;         /* --idle */
     double         point_timeout;  /* --point-timeout: transfer budget */
     double         quiet_wait;     /* --quiet-wait: wait for idle CPUs */
@@ -195,6 +196,7 @@ typedef struct fan_xfer_cfg {
     unsigned       window;
     unsigned       passes;
     unsigned       poll_us;        /* nap when a sweep completed nothing */
+    int            wait_block;     /* or sleep in hixl_wait_transfers */
     uint64_t       deadline;       /* stop posting then (monotonic ns) */
     int32_t        timeout_ms;     /* hixl_connect */
 } fan_xfer_cfg_t;

@@ -233,6 +233,7 @@ static void fan_xfer_cfg(fan_prefill_t *p, fan_xfer_cfg_t *x)
     x->per_xfer   = o->per_xfer;
     x->window     = o->window;
     x->poll_us    = o->poll_us;
+    x->wait_block = o->wait_block;
     x->timeout_ms = (int32_t)((o->point_timeout + 60.0) * 1000.0);
 }
 

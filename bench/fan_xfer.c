@@ -17,8 +17,11 @@
  * peers completed nothing, the thread naps poll_us microseconds: an
  * application computing between status polls, so that the CPU this process
  * uses is mostly the library's, not this loop spinning (--poll-us 0 spins,
- * as ucx_perftest and put_bw do).  At `deadline` it stops posting, lets what
- * is in flight finish and marks the peers whose slice did not complete.
+ * as ucx_perftest and put_bw do).  With --wait block it sleeps in
+ * hixl_wait_transfers on the oldest request of every peer instead (ANY):
+ * what that call reports is released, so it is counted here as the poll
+ * would.  At `deadline` it stops posting, lets what is in flight finish and
+ * marks the peers whose slice did not complete.
  */
 #include "config.h"
 #include "fan.h"
@@ -191,14 +194,12 @@ static int fan_flow_post(fan_flow_t *f, const fan_xfer_cfg_t *x, char *err,
     return 0;
 }
 
-/* Poll the oldest request: 1 completed, 0 in flight, -1 failed. */
-static int fan_flow_poll(fan_flow_t *f, const fan_xfer_cfg_t *x, char *err,
-                         size_t err_len)
+/* The oldest request ended as xs (status: the call that said so): 1
+ * completed, 0 in flight, -1 failed. */
+static int fan_flow_ended(fan_flow_t *f, const fan_xfer_cfg_t *x,
+                          hixl_status_t status, hixl_transfer_status_t xs,
+                          char *err, size_t err_len)
 {
-    hixl_transfer_status_t xs = HIXL_TRANSFER_WAITING;
-    hixl_status_t status;
-
-    status = hixl_get_transfer_status(x->engine, f->ring[f->tail], &xs);
     if (xs == HIXL_TRANSFER_COMPLETED) {
         f->peer->done  += fan_flow_bytes(f, x, f->completed);
         f->peer->t_end  = bc_now_ns();
@@ -214,6 +215,57 @@ static int fan_flow_poll(fan_flow_t *f, const fan_xfer_cfg_t *x, char *err,
              (xs == HIXL_TRANSFER_TIMEOUT) ? "timed out" : "failed",
              hixl_last_error());
     return -1;
+}
+
+/* Poll the oldest request: 1 completed, 0 in flight, -1 failed. */
+static int fan_flow_poll(fan_flow_t *f, const fan_xfer_cfg_t *x, char *err,
+                         size_t err_len)
+{
+    hixl_transfer_status_t xs = HIXL_TRANSFER_WAITING;
+    hixl_status_t status;
+
+    status = hixl_get_transfer_status(x->engine, f->ring[f->tail], &xs);
+    return fan_flow_ended(f, x, status, xs, err, err_len);
+}
+
+/* Longest sleep of a blocking wait: the loop looks at the deadline. */
+#define FAN_WAIT_SLICE_MS 100
+
+/* --wait block: sleep until the oldest request of some peer ends; 0, or
+ * -1 with err. */
+static int fan_wait_any(fan_flow_t *flows, const fan_xfer_cfg_t *x,
+                        char *err, size_t err_len)
+{
+    hixl_transfer_status_t st[FAN_MAX_N];
+    hixl_req_t reqs[FAN_MAX_N];
+    unsigned idx[FAN_MAX_N];
+    hixl_status_t status;
+    unsigned i, n = 0;
+
+    for (i = 0; i < x->num_peers; ++i) {
+        if (!flows[i].finished && (flows[i].inflight > 0)) {
+            idx[n]    = i;
+            reqs[n++] = flows[i].ring[flows[i].tail];
+        }
+    }
+    if (n == 0) {
+        return 0;
+    }
+    status = hixl_wait_transfers(x->engine, reqs, n, HIXL_WAIT_ANY,
+                                 FAN_WAIT_SLICE_MS, st, NULL);
+    if ((status != HIXL_SUCCESS) && (status != HIXL_TIMEOUT)) {
+        snprintf(err, err_len, "hixl_wait_transfers: %s: %s",
+                 hixl_strerror(status), hixl_last_error());
+        return -1;
+    }
+    for (i = 0; i < n; ++i) {
+        if ((st[i] != HIXL_TRANSFER_WAITING) &&
+            (fan_flow_ended(&flows[idx[i]], x, HIXL_SUCCESS, st[i], err,
+                            err_len) < 0)) {
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static void fan_nap(unsigned us)
@@ -280,7 +332,11 @@ int fan_xfer_run(fan_xfer_cfg_t *x, char *err, size_t err_len)
         if (!stop && (bc_now_ns() >= x->deadline)) {
             stop = 1;
         }
-        if (!progress && x->poll_us) {
+        if (!progress && x->wait_block) {
+            if (fan_wait_any(flows, x, err, err_len) != 0) {
+                goto out;
+            }
+        } else if (!progress && x->poll_us) {
             fan_nap(x->poll_us);
         }
     }

@@ -46,17 +46,24 @@ static void pd_link_refuse_other(pd_link_t *l, const char *other)
     hixl_send_notify(l->engine, other, &n, 1000);
 }
 
-/* Move what hixl queued into the inbox.  -1 on an inbox overflow. */
-static int pd_link_fetch(pd_link_t *l, int *got)
+/* Move what hixl queued into the inbox, waiting up to wait_ms for the
+ * first (hixl_wait_notifies sleeps: a spinning waiter would take a core
+ * from the data path on a small box).  -1 on an inbox overflow. */
+static int pd_link_fetch(pd_link_t *l, int *got, int wait_ms)
 {
     hixl_notify_t *ns = NULL;
     size_t count = 0, i;
+    hixl_status_t status;
     unsigned slot;
     int rc = 0;
 
-    *got = 0;
-    if (hixl_get_notifies(l->engine, &ns, &count) != HIXL_SUCCESS) {
-        fprintf(stderr, "pd_pipeline: hixl_get_notifies: %s\n",
+    *got   = 0;
+    status = hixl_wait_notifies(l->engine, wait_ms, &ns, &count);
+    if (status == HIXL_TIMEOUT) {
+        return 0;
+    }
+    if (status != HIXL_SUCCESS) {
+        fprintf(stderr, "pd_pipeline: hixl_wait_notifies: %s\n",
                 hixl_last_error());
         return -1;
     }
@@ -99,27 +106,21 @@ static int pd_link_fetch(pd_link_t *l, int *got)
 
 int pd_link_recv(pd_link_t *l, pd_msg_t *msg, int timeout_ms)
 {
-    uint64_t start = bc_now_ns(), deadline;
+    uint64_t deadline = bc_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+    uint64_t now;
     char err[256];
     int got, rc;
 
-    deadline = start + (uint64_t)timeout_ms * 1000000ull;
     while (l->count == 0) {
-        if (pd_link_fetch(l, &got) != 0) {
-            return -1;
-        }
-        if (got) {
-            break;
-        }
-        if (bc_now_ns() > deadline) {
+        now = bc_now_ns();
+        if (now >= deadline) {
             fprintf(stderr, "pd_pipeline: no message from %s within %d ms\n",
                     l->peer[0] ? l->peer : "any prefill engine", timeout_ms);
             return -1;
         }
-        /* spin briefly (the GO that starts the clock), then nap: on a small
-         * box a spinning waiter takes a core from the data path */
-        if (bc_now_ns() - start > 200000) {
-            bc_sleep_ms(0.05);
+        if (pd_link_fetch(l, &got, (int)((deadline - now + 999999) /
+                                         1000000)) != 0) {
+            return -1;
         }
     }
     rc = pd_msg_decode(l->inbox[l->head].buf, l->inbox[l->head].len, msg,

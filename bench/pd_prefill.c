@@ -28,6 +28,7 @@ typedef struct pd_prefill {
     uint8_t                  *staging;
     hixl_transfer_op_desc_t  *descs;     /* layers x blocks */
     hixl_req_t               *reqs;      /* one per layer */
+    hixl_transfer_status_t   *st;        /* what the wait reported */
     const char               *label;     /* for the progress line */
 } pd_prefill_t;
 
@@ -92,7 +93,6 @@ static int pd_prefill_hixl(pd_prefill_t *p, unsigned mode, uint64_t run)
     const pd_shape_t *s = &p->shape;
     const char *decode = p->cfg->decode;
     size_t nb = pd_blocks_per_layer(s);
-    hixl_transfer_status_t st;
     unsigned layer;
 
     for (layer = 0; layer < s->layers; ++layer) {
@@ -113,19 +113,18 @@ static int pd_prefill_hixl(pd_prefill_t *p, unsigned mode, uint64_t run)
         }
         pd_progress(p, layer);
     }
+    /* sleep until every layer's request ended (bounded: a request ends
+     * TIMEOUT at its own deadline) */
+    if (hixl_wait_transfers(p->engine, p->reqs, s->layers, HIXL_WAIT_ALL, -1,
+                            p->st, NULL) != HIXL_SUCCESS) {
+        fprintf(stderr, "pd_pipeline: wait: %s\n", hixl_last_error());
+        return -1;
+    }
     for (layer = 0; layer < s->layers; ++layer) {
-        do {   /* bounded: a request ends TIMEOUT at its deadline */
-            if (hixl_get_transfer_status(p->engine, p->reqs[layer], &st) !=
-                HIXL_SUCCESS) {
-                fprintf(stderr, "pd_pipeline: status: %s\n",
-                        hixl_last_error());
-                return -1;
-            }
-        } while (st == HIXL_TRANSFER_WAITING);
-        if (st != HIXL_TRANSFER_COMPLETED) {
+        if (p->st[layer] != HIXL_TRANSFER_COMPLETED) {
             fprintf(stderr, "pd_pipeline: layer %u transfer ended %s: %s\n",
-                    layer, (st == HIXL_TRANSFER_TIMEOUT) ? "TIMEOUT" :
-                    "FAILED", hixl_last_error());
+                    layer, (p->st[layer] == HIXL_TRANSFER_TIMEOUT) ?
+                    "TIMEOUT" : "FAILED", hixl_last_error());
             return -1;
         }
     }
@@ -316,7 +315,8 @@ static int pd_prefill_setup(pd_prefill_t *p)
     p->descs   = calloc((size_t)p->shape.layers *
                         pd_blocks_per_layer(&p->shape), sizeof(*p->descs));
     p->reqs    = calloc(p->shape.layers, sizeof(*p->reqs));
-    if (!p->cache || !p->staging || !p->descs || !p->reqs) {
+    p->st      = calloc(p->shape.layers, sizeof(*p->st));
+    if (!p->cache || !p->staging || !p->descs || !p->reqs || !p->st) {
         fprintf(stderr, "pd_pipeline: prefill: out of memory\n");
         return -1;
     }
@@ -376,6 +376,7 @@ out:
     }
     free(p.descs);
     free(p.reqs);
+    free(p.st);
     if (rc != 0) {
         fprintf(stderr, "pd_pipeline: prefill: FAILED\n");
     }

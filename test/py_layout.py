@@ -64,6 +64,8 @@ def constants():
         out["HIXL_ASYNC_" + m.name] = int(m)
     for m in _constants.FeatureType:
         out["HIXL_FEATURE_" + m.name] = int(m)
+    for m in _constants.WaitMode:
+        out["HIXL_WAIT_" + m.name] = int(m)
     out["HIXL_TRANSFER_ARG_TIMEOUT"] = _ctypes.ARG_TIMEOUT
     out["HIXL_TRANSFER_ARG_NOTIFY"] = _ctypes.ARG_NOTIFY
     out["HIXL_TRANSFER_ARG_USER_DATA"] = _ctypes.ARG_USER_DATA

@@ -10,7 +10,12 @@
  *
  * Threading: every call is safe from any thread, on one engine or several,
  * except hixl_finalize(), which must not run concurrently with any other call
- * on the same engine (the engine is gone when it returns).
+ * on the same engine (the engine is gone when it returns) -- but for the
+ * blocking waits (hixl_wait_transfers, hixl_wait_notifies, hixl_wait_layer):
+ * finalize ends those other threads are in (they return FAILED, "engine ...
+ * was finalized") and waits for them to leave before it frees anything.  A
+ * wait that starts after hixl_finalize returned uses a freed engine, like
+ * any other call.
  *
  * Errors: every call returns a hixl_status_t.  On failure the calling thread's
  * hixl_last_error() holds a readable message naming what was wrong (the
@@ -171,6 +176,12 @@ typedef struct hixl_transfer_result {
     const void            *user_data;
     hixl_transfer_status_t status;
 } hixl_transfer_result_t;
+
+/** What hixl_wait_transfers waits for. */
+typedef enum hixl_wait_mode {
+    HIXL_WAIT_ALL = 0,   /**< every request ended */
+    HIXL_WAIT_ANY = 1    /**< at least one ended */
+} hixl_wait_mode_t;
 
 /** State of a connection made by hixl_connect_async / hixl_disconnect_async,
  *  in hixl's order (hixl::AsyncConnectStatus). */
@@ -412,6 +423,39 @@ HIXL_API hixl_status_t hixl_get_all_transfer_status(
 HIXL_API void hixl_release_transfer_results(hixl_transfer_result_t *results,
                                             size_t count);
 
+/**
+ * Block until the requests end (mode HIXL_WAIT_ALL) or at least one does
+ * (HIXL_WAIT_ANY), or timeout_ms passes (0: look once without waiting;
+ * -1: no deadline).  No polling: the thread sleeps until a completion (or,
+ * without a progress thread, a UCX or socket event) wakes it.
+ *
+ * reqs: n distinct handles of async requests in flight on this engine
+ * (PARAM_INVALID naming the first that is not, or one given twice;
+ * nothing is reported then).  statuses (n, out): for each request, what
+ * this call reported: COMPLETED, FAILED or TIMEOUT (its own deadline,
+ * hixl_transfer_args_t.timeout_ms, passed), exactly as
+ * hixl_get_transfer_status would have; or WAITING when it has not ended.
+ * Like that call, this one releases every request it reports: a handle
+ * whose status is not WAITING is invalid afterwards, whatever the return
+ * value; those still WAITING stay valid and may be waited on again.  In
+ * ANY mode every request found ended at that moment is reported, and
+ * *first_done_p (may be NULL) is the lowest index reported (n if none).
+ *
+ * Returns SUCCESS when the condition was met -- the requests' outcomes are
+ * in statuses, and hixl_last_error() holds the reason of the last one
+ * reported FAILED or TIMEOUT; TIMEOUT when timeout_ms passed first; FAILED
+ * when hixl_finalize ran meanwhile (from another thread).  A peer that dies
+ * ends its requests FAILED within hixl.PeerTimeoutMs (at once when its
+ * process's sockets close), so a wait on them never hangs.  Do not query
+ * these requests from another thread while they are waited on.
+ */
+HIXL_API hixl_status_t hixl_wait_transfers(hixl_engine_t *engine,
+                                           const hixl_req_t *reqs, size_t n,
+                                           hixl_wait_mode_t mode,
+                                           int32_t timeout_ms,
+                                           hixl_transfer_status_t *statuses,
+                                           size_t *first_done_p);
+
 /* ---- Layer-granular flush ----------------------------------------------- */
 
 /*
@@ -485,6 +529,15 @@ HIXL_API hixl_status_t hixl_get_notifies(hixl_engine_t *engine,
 
 HIXL_API void hixl_release_notifies(hixl_notify_t *notifies, size_t count);
 
+/** hixl_get_notifies that blocks until at least one notify is queued, or
+ *  timeout_ms passes (0: look once; -1: no deadline): then TIMEOUT with
+ *  *count_p 0 and *notifies_p NULL.  FAILED when hixl_finalize ran
+ *  meanwhile.  Release what it returns with hixl_release_notifies(). */
+HIXL_API hixl_status_t hixl_wait_notifies(hixl_engine_t *engine,
+                                          int32_t timeout_ms,
+                                          hixl_notify_t **notifies_p,
+                                          size_t *count_p);
+
 /* ---- Progress ----------------------------------------------------------- */
 
 /** Drive the engine once: UCX progress and the control connections.  Only
@@ -493,6 +546,43 @@ HIXL_API void hixl_release_notifies(hixl_notify_t *notifies, size_t count);
  *  accepting connects); every other call progresses by itself.  Returns the
  *  number of events handled. */
 HIXL_API unsigned hixl_engine_progress(hixl_engine_t *engine);
+
+/* ---- Events (epoll, asyncio) -------------------------------------------- */
+
+/*
+ * For an application that waits in epoll (or asyncio's loop.add_reader)
+ * beside other work, in UCX's ucp_worker_get_efd / ucp_worker_arm model:
+ *
+ *   hixl_get_event_fd(engine, &fd);  add fd to the epoll set (EPOLLIN)
+ *   loop:  look: hixl_get_transfer_status / hixl_get_notifies /
+ *                hixl_test_layer on what you wait for;
+ *          hixl_arm(engine, &armed); if (!armed) go back and look;
+ *          epoll_wait(...);           fd readable: go back and look
+ *
+ * Events: an async request ended (COMPLETED or FAILED), a notify was
+ * queued, a layer signal landed or a layer source's connection ended.  A
+ * request passing its own deadline is not an event: look at the earliest
+ * deadline yourself (an epoll timeout).  Works with and without the
+ * progress thread, over every transport.
+ */
+
+/** The engine's event fd (one per engine, the same on every call; the
+ *  library owns it and closes it in hixl_finalize: take it out of your
+ *  epoll set first).  It is armed when first returned, so the first event
+ *  after this call makes it readable; events before it are not signalled
+ *  (look after taking the fd).  Without a progress thread it also becomes
+ *  readable for UCX and control traffic, which the next hixl_arm
+ *  progresses: a wake-up may then carry none of your events. */
+HIXL_API hixl_status_t hixl_get_event_fd(hixl_engine_t *engine, int *fd_p);
+
+/** Clear the event fd and arm it.  *armed_p 1: the fd becomes readable at
+ *  the next event, sleep on it.  *armed_p 0: events happened since the
+ *  previous hixl_arm (they may be ones you already saw) or, without a
+ *  progress thread, the engine had work it has just progressed: look at
+ *  your requests, notifies and layers again, then arm again (ucp_worker_arm
+ *  answers UCS_ERR_BUSY there).  Without a progress thread this call is
+ *  what progresses the engine between sleeps. */
+HIXL_API hixl_status_t hixl_arm(hixl_engine_t *engine, int *armed_p);
 
 /* ---- Diagnostics -------------------------------------------------------- */
 

@@ -73,9 +73,10 @@ from ._constants import (ALREADY_CONNECTED, AUTO_CONNECT, CLIENT_SERVER_COMM,
                          OPTION_RDMA_SERVICE_LEVEL, OPTION_RDMA_TRAFFIC_CLASS,
                          PARAM_INVALID, READ, RESOURCE_EXHAUSTED, SUCCESS,
                          TIMEOUT, UNSUPPORTED, WRITE, AsyncConnectStatus,
-                         FeatureType, MemType, TransferOp, TransferStatus)
+                         FeatureType, MemType, TransferOp, TransferStatus,
+                         WAIT_ALL, WAIT_ANY, WaitMode)
 from ._engine import Hixl
-from ._errors import HixlError, last_error, strerror
+from ._errors import HixlError, HixlTimeoutError, last_error, strerror
 from ._lib import LibraryNotFoundError, load_library
 from ._memory import (MemDesc, NotifyDesc, TransferArgs, TransferOpDesc,
                       buffer_address)
@@ -97,7 +98,8 @@ __all__ = [
     "CLIENT_SERVER_COMM", "FEATURE_SUPPORTED", "FEATURE_NOT_SUPPORTED",
     "get_capability", "MemDesc", "TransferOpDesc", "TransferArgs",
     "GetTransferStatusArgs", "TransferResult", "NotifyDesc", "Hixl",
-    "HixlError", "LibraryNotFoundError", "load_library", "buffer_address",
+    "HixlError", "HixlTimeoutError", "WaitMode", "WAIT_ALL", "WAIT_ANY",
+    "LibraryNotFoundError", "load_library", "buffer_address",
     "last_error", "strerror", "version", "library", "__version__",
 ]
 

@@ -81,6 +81,17 @@ class TransferStatus(enum.IntEnum):
     FAILED = 3
 
 
+class WaitMode(enum.IntEnum):
+    """What wait_transfers waits for (hixl_wait_mode_t)."""
+
+    ALL = 0
+    ANY = 1
+
+
+WAIT_ALL = WaitMode.ALL
+WAIT_ANY = WaitMode.ANY
+
+
 class AsyncConnectStatus(enum.IntEnum):
     """State of a connection made with connect_async / disconnect_async
     (hixl's order)."""

@@ -86,7 +86,7 @@ STRUCTS = {
 #: C enum types passed by value; ctypes passes them as c_int
 ENUMS = ("hixl_status_t", "hixl_mem_type_t", "hixl_transfer_op_t",
          "hixl_transfer_status_t", "hixl_async_connect_status_t",
-         "hixl_feature_t")
+         "hixl_feature_t", "hixl_wait_mode_t")
 ENUM_CTYPE = ctypes.c_int
 
 

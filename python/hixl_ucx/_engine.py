@@ -15,6 +15,8 @@ from ._ctypes import (ARG_NOTIFY, ARG_TIMEOUT, ARG_USER_DATA, CAsyncEntry,
 from ._errors import HixlError, _s, last_error
 from ._memory import MemDesc, NotifyDesc, TransferArgs, TransferOpDesc
 from ._status import GetTransferStatusArgs, TransferResult
+from ._aio import AioMixin
+from ._wait import WaitMixin
 
 _VP = ctypes.c_void_p
 _SZ = ctypes.c_size_t
@@ -72,7 +74,7 @@ class _Gate:
                 self._cond.wait()
 
 
-class Hixl:
+class Hixl(WaitMixin, AioMixin):
     """One hixl engine (hixl::Hixl).
 
     Methods return hixl's statuses, as hixl's Python binding does
@@ -80,7 +82,9 @@ class Hixl:
     status other than SUCCESS raises :class:`HixlError` instead (carrying
     the status and the message); return values keep their shape.  Wrong
     argument types raise TypeError, values out of range ValueError, in
-    either mode.
+    either mode.  The waits (wait_transfers, wait_notifies, event_fd,
+    arm and the asyncio awaitables) are this package's and raise on
+    failure.
     """
 
     def __init__(self, raise_on_error: bool = False) -> None:
@@ -148,6 +152,7 @@ class Hixl:
             engine, self._engine = self._engine, None
             if engine is None:
                 return
+            self._aio_close()
             self._gate.drain()
             _lib.lib().hixl_finalize(engine)
             with self._pins_lock:

@@ -45,3 +45,14 @@ class HixlError(Exception):
         super().__init__("%s: %s (%d)%s" % (method, self.name, self.status,
                                             ": " + message if message
                                             else ""))
+
+
+class HixlTimeoutError(HixlError, TimeoutError):
+    """A wait helper (wait_transfers, wait_notifies, the asyncio awaitables)
+    ran out of time.  For wait_transfers, ``statuses`` holds what it
+    reported: requests not WAITING there were released."""
+
+    def __init__(self, method: str, status: int, message: str,
+                 statuses=None) -> None:
+        super().__init__(method, status, message)
+        self.statuses = statuses

@@ -266,6 +266,7 @@ hixl_status_t hixl_engine_create(const char *local_engine,
     hixl_cond_init_monotonic(&engine->cond);
     pthread_rwlock_init(&engine->serve_lock, NULL);
     pthread_mutex_init(&engine->retires.lock, NULL);
+    hixl_events_init(&engine->events);
 
     status = hixl_engine_init(engine, local_engine, options, num_options);
     if (status != HIXL_SUCCESS) {
@@ -422,6 +423,7 @@ void hixl_engine_free(hixl_engine_t *engine)
     }
     hixl_req_pool_cleanup(&engine->reqs);
     hixl_mem_table_cleanup(&engine->mem);
+    hixl_events_cleanup(&engine->events);
     hixl_progress_cleanup(engine);
     hixl_peer_hooks_cleanup(engine);
     if (engine->ucp_context != NULL) {

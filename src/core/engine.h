@@ -28,6 +28,7 @@
 #include "core/rtable.h"
 #include "core/served.h"
 #include "core/ep_retire.h"
+#include "core/events.h"
 #include "util/engine_name.h"
 #include "util/options.h"
 
@@ -59,6 +60,7 @@ struct hixl_engine {
     pthread_cond_t     cond;          /* control state changed */
 
     hixl_progress_t    progress;
+    hixl_events_t      events;        /* event fd, finalize gate */
     hixl_req_pool_t    reqs;
     hixl_peer_table_t  peers;
     hixl_mem_table_t   mem;

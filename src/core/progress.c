@@ -418,6 +418,45 @@ void hixl_progress_stop(hixl_engine_t *engine)
     p->running = 0;
 }
 
+/* ---- sleeping without a thread ------------------------------------------------ */
+
+int hixl_progress_ready_to_sleep(hixl_engine_t *engine)
+{
+    hixl_progress_t *p = &engine->progress;
+
+    if (hixl_progress_for_control(engine) > 0) {
+        return 0;
+    }
+    /* the sockets now (what they bring wakes the sleeper anyway: level
+     * triggered); UCX's event fd stays readable until armed, so its count
+     * says nothing here -- the arm below answers for UCX */
+    hixl_poll_control(engine, 0);
+    /* without UCX event fds nothing would wake the sleeper: never sleep */
+    return (p->worker_efd >= 0) && (hixl_progress_arm(engine) == UCS_OK);
+}
+
+unsigned hixl_progress_block(hixl_engine_t *engine, uint64_t deadline_ns)
+{
+    hixl_progress_t *p = &engine->progress;
+    uint64_t now, cap_ns;
+    int ms;
+
+    if (!hixl_progress_ready_to_sleep(engine)) {
+        return 1;
+    }
+    cap_ns = (atomic_load(&p->busy) > 0) ? HIXL_BUSY_NAP_MS * HIXL_NS_PER_MS :
+             HIXL_IDLE_NAP_MS * HIXL_NS_PER_MS;
+    now = hixl_now_ns();
+    if (deadline_ns <= now) {
+        return 0;
+    }
+    if (deadline_ns - now < cap_ns) {
+        cap_ns = deadline_ns - now;
+    }
+    ms = (int)((cap_ns + HIXL_NS_PER_MS - 1) / HIXL_NS_PER_MS);
+    return hixl_poll_control(engine, ms);
+}
+
 /* ---- waiting ------------------------------------------------------------------ */
 
 /* Longest sleep of a waiter between checks of its condition: state changes

@@ -128,6 +128,20 @@ unsigned hixl_progress_flush_due(hixl_engine_t *engine);
 void hixl_progress_on_flush_due(hixl_engine_t *engine,
                                 hixl_flush_due_fn_t fn);
 
+/* Without a progress thread, for a caller about to sleep on the engine's
+ * epoll set (directly or nested in the application's event fd): progress
+ * UCX, plug-ins and the sockets, then arm UCX's event fds.  1 when that
+ * found nothing to do and the fds are armed, 0 when the caller should look
+ * at its condition and call again. */
+int hixl_progress_ready_to_sleep(hixl_engine_t *engine);
+
+/* Without a progress thread, a blocking call's turn: progress, and when
+ * nothing happened sleep in epoll on the engine's sockets and UCX's event
+ * fds until one fires, deadline_ns passes, or at most 1 ms with work in
+ * flight (100 ms idle), as the progress thread would.  Returns events
+ * handled (0 after a sleep that saw none). */
+unsigned hixl_progress_block(hixl_engine_t *engine, uint64_t deadline_ns);
+
 /* Work was posted: make sure a sleeping progress thread wakes for it. */
 void hixl_progress_kick(hixl_engine_t *engine);
 

@@ -242,6 +242,7 @@ void hixl_req_complete_one(hixl_request_t *req)
     if (atomic_compare_exchange_strong(&req->state, &expected,
                                        HIXL_REQ_DONE)) {
         hixl_req_wake(&engine->reqs);
+        hixl_events_signal(&engine->events);
     } else {
         /* reported as TIMEOUT already: nobody will ask again */
         hixl_req_release(req);
@@ -308,6 +309,21 @@ int hixl_req_expire(hixl_request_t *req, uint64_t now)
                "transport gives them up", hixl_req_op_name(req->op),
                req->num_descs, req->peer->name);
     return 1;
+}
+
+void hixl_req_sleep_until(hixl_req_pool_t *pool, int (*ready)(void *arg),
+                          void *arg, uint64_t wake_ns)
+{
+    struct timespec ts;
+
+    pthread_mutex_lock(&pool->done_lock);
+    atomic_fetch_add(&pool->done_waiters, 1);
+    if (!ready(arg)) {
+        hixl_timespec_at(&ts, wake_ns);
+        pthread_cond_timedwait(&pool->done_cond, &pool->done_lock, &ts);
+    }
+    atomic_fetch_sub(&pool->done_waiters, 1);
+    pthread_mutex_unlock(&pool->done_lock);
 }
 
 void hixl_req_sleep(hixl_req_pool_t *pool, hixl_request_t *req,

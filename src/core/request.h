@@ -155,6 +155,13 @@ int hixl_req_expire(hixl_request_t *req, uint64_t now);
 void hixl_req_sleep(hixl_req_pool_t *pool, hixl_request_t *req,
                     uint64_t deadline_ns);
 
+/* Sleep until a request completes (any of the pool's), the engine starts
+ * finalizing, or wake_ns passes; unless ready(arg) already holds, checked
+ * after registering as a sleeper so that no completion is missed.  For a
+ * caller that waits on a set of requests with a progress thread. */
+void hixl_req_sleep_until(hixl_req_pool_t *pool, int (*ready)(void *arg),
+                          void *arg, uint64_t wake_ns);
+
 const char *hixl_req_op_name(hixl_transfer_op_t op);
 
 #endif

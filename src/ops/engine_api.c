@@ -110,6 +110,8 @@ hixl_status_t hixl_finalize(hixl_engine_t *engine)
     if (engine == NULL) {
         return hixl_error(HIXL_PARAM_INVALID, "engine is NULL");
     }
+    /* blocking waits of other threads end (FAILED) and leave first */
+    hixl_events_shutdown(engine);
     hixl_engine_destroy(engine);
     return HIXL_SUCCESS;
 }

@@ -177,6 +177,7 @@ static hixl_status_t hixl_layer_peer_ready(hixl_engine_t *engine,
         src->instance = peer->remote_instance;
         src->epoch++;
         pthread_cond_broadcast(&engine->cond);
+        hixl_events_signal(&engine->events);
     }
     if (src->ended != 0) {   /* back before it was dropped */
         src->ended = 0;
@@ -201,6 +202,8 @@ static void hixl_layer_peer_closed(hixl_engine_t *engine, hixl_peer_t *peer)
              peer->close_reason);
     peer->layer_in = NULL;
     hixl_layer_sources_trim(engine);
+    /* waits on it end FAILED: an event-driven waiter must look */
+    hixl_events_signal(&engine->events);
 }
 
 static const hixl_peer_hooks_t hixl_layer_wait_hooks = {
@@ -244,6 +247,7 @@ static int hixl_on_layer(hixl_engine_t *engine, hixl_peer_t *peer,
     }
     bits[layer / 64] |= 1ull << (layer % 64);
     pthread_cond_broadcast(&engine->cond);
+    hixl_events_signal(&engine->events);
     return 0;
 }
 
@@ -277,6 +281,10 @@ static int hixl_layer_check(void *arg)
     const uint64_t *bits;
     uint64_t have;
 
+    if (hixl_events_closing(&q->engine->events)) {
+        return hixl_layer_decide(q, hixl_error(HIXL_FAILED, "engine %s is "
+                                 "being finalized", q->engine->name.canon));
+    }
     src = hixl_layer_source_find(q->engine, q->source.canon);
     if (src == NULL) {
         return 0;   /* never connected yet: keep waiting */
@@ -369,6 +377,9 @@ hixl_status_t hixl_wait_layer(hixl_engine_t *engine, const char *source,
         return status;
     }
     status = hixl_check_timeout(timeout_ms);
+    if (status == HIXL_SUCCESS) {
+        status = hixl_events_enter(engine);   /* finalize may end it */
+    }
     if (status != HIXL_SUCCESS) {
         return status;
     }
@@ -382,6 +393,7 @@ hixl_status_t hixl_wait_layer(hixl_engine_t *engine, const char *source,
                               " (the source never connected)");
     }
     pthread_mutex_unlock(&engine->lock);
+    hixl_events_leave(engine);
     return q.status;
 }
 

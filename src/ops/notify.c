@@ -94,6 +94,7 @@ static hixl_status_t hixl_notify_enqueue(hixl_engine_t *engine,
     q->tail = node;
     q->count++;
     pthread_cond_broadcast(&engine->cond);
+    hixl_events_signal(&engine->events);
     return HIXL_SUCCESS;
 }
 
@@ -438,6 +439,11 @@ void hixl_release_notifies(hixl_notify_t *notifies, size_t count)
 {
     (void)count;
     free(notifies);
+}
+
+uint32_t hixl_notify_queued(const hixl_engine_t *engine)
+{
+    return engine->notifies->count;
 }
 
 /* ---- set-up ------------------------------------------------------------------ */

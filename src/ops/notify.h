@@ -31,4 +31,7 @@ hixl_status_t hixl_notify_check(const hixl_engine_t *engine,
 hixl_status_t hixl_notify_attach(hixl_request_t *req,
                                  const hixl_notify_desc_t *n);
 
+/* How many notifies are queued (engine->lock held). */
+uint32_t hixl_notify_queued(const hixl_engine_t *engine);
+
 #endif

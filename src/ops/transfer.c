@@ -400,6 +400,7 @@ static int hixl_xfer_done_in_post(hixl_request_t *req, int flushed)
     atomic_store_explicit(&req->data_pending, 0, memory_order_relaxed);
     atomic_store_explicit(&req->pending, 0, memory_order_relaxed);
     atomic_store_explicit(&req->state, HIXL_REQ_DONE, memory_order_release);
+    hixl_events_signal(&req->engine->events);
     return 1;
 }
 
