@@ -57,7 +57,14 @@ options: prefill learns them from decode's layout notify.  The time from
 the end of prefill to the first token compares the two hosts' wall
 clocks: keep them synchronised (NTP/PTP) when measuring across machines.
 Exit status: 0 when every mode matched the reference, 1 on a mismatch,
-2 on an error (a transfer FAILED or TIMEOUT, a peer that went away).
+2 on an error (a transfer FAILED or TIMEOUT, a peer that went away), 77
+without PyTorch.
+
+Needs PyTorch (Debian: python3-torch; CPU only) and the `hixl` Python
+package with libhixl-ucx: after make install it is found; from a source
+tree set PYTHONPATH=<source>/python and
+HIXL_UCX_LIB=<build>/src/.libs/libhixl-ucx.so.0.  Notifies are waited for
+by polling every millisecond; layers with wait_layer.
 """
 
 NOTIFY_POLL_S = 0.001
@@ -557,29 +564,32 @@ def run_both(args, argv):
     dec = subprocess.Popen(me + ["decode", "--listen", "127.0.0.1:0"] +
                            role_args, env=env, stdout=subprocess.PIPE,
                            text=True)
-    name = None
+    procs = [dec]
     try:
         first = dec.stdout.readline()
         sys.stdout.write(first)
-        if "listening on " in first:
-            name = first.split("listening on ")[1].strip()
-        if name is None:
+        if "listening on " not in first:
             print("pd_torch: decode did not start", file=sys.stderr)
             return 2
-        pre = subprocess.Popen(me + ["prefill", "--decode", name] +
-                               (["--quiet"] if args.quiet else []) +
-                               ["--threads", str(args.threads),
-                                "--timeout-ms", str(args.timeout_ms),
-                                "--peer-wait-s", str(args.peer_wait_s)],
-                               env=env)
+        name = first.split("listening on ")[1].strip()
+        procs.append(subprocess.Popen(
+            me + ["prefill", "--decode", name] +
+            (["--quiet"] if args.quiet else []) +
+            ["--threads", str(args.threads),
+             "--timeout-ms", str(args.timeout_ms),
+             "--peer-wait-s", str(args.peer_wait_s)], env=env))
         for line in dec.stdout:
             sys.stdout.write(line)
             sys.stdout.flush()
+        # both roles bound their own waits; this only catches a hang
         limit = args.peer_wait_s + 60
-        pre_rc = pre.wait(timeout=limit)
+        pre_rc = procs[1].wait(timeout=limit)
         dec_rc = dec.wait(timeout=limit)
+    except subprocess.TimeoutExpired:
+        print("pd_torch: a role did not end in time", file=sys.stderr)
+        return 2
     finally:
-        for p in (dec,) + ((pre,) if name and "pre" in locals() else ()):
+        for p in procs:
             if p.poll() is None:
                 p.kill()
                 p.wait()

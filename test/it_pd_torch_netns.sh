@@ -9,7 +9,8 @@
 #
 # Needs root, `ip netns` and PyTorch: otherwise SKIP (77) with the
 # reason.  Names carry this process's pid; everything is deleted on exit,
-# also on failure; both roles run under timeout.
+# also on failure; both roles run under timeout.  It measures nothing
+# (tests never assert on speed) but prints both roles' reports.
 set -u
 srcdir=${srcdir:-$(dirname "$0")}
 PYTHON=${PYTHON:-python3}
@@ -67,7 +68,9 @@ ip -n "$nsp" link set "$vp" up && ip -n "$nsd" link set "$vd" up || {
     exit 1
 }
 
-shape="--layers 8 --dim 64 --ffn 128 --prompt-len 40 --new-tokens 4"
+# small and quick; PD_TORCH_SHAPE replaces it to measure (e.g. "--layers
+# 12", pd_torch's default model)
+shape=${PD_TORCH_SHAPE:-"--layers 8 --dim 64 --ffn 128 --prompt-len 40 --new-tokens 4"}
 unset HIXL_LOG_LEVEL
 ip netns exec "$nsd" env UCX_TLS=tcp UCX_NET_DEVICES="$vd" \
     timeout 240 "$PYTHON" "$pd" decode --listen "$ip_d:$port" $shape \
