@@ -31,6 +31,11 @@ esac
 packages="build-essential autoconf automake libtool pkg-config libucx-dev \
 ucx-utils check libsubunit-dev libssl-dev python3 python3-venv python3-pip \
 python3-setuptools python3-wheel python3-numpy cmake iproute2"
+# the tests run bench/pd_torch.py, a small PyTorch model's prefill ->
+# decode (Debian's torch, CPU only; large, so only `test` installs it)
+if [ "$what" = test ]; then
+    packages="$packages python3-torch"
+fi
 # bench/vs_perftest draws its plot with gnuplot (only that mode installs it)
 if [ "$what" = vs_perftest ]; then
     packages="$packages gnuplot-nox"

@@ -2,7 +2,8 @@
 /*
  * Replays a fuzz corpus through LLVMFuzzerTestOneInput without libFuzzer,
  * so `make check` runs every input the fuzzer ever kept, with any compiler.
- * Usage: fuzz_replay DIR|FILE...  (default: $srcdir/corpus/ctrl_msg)
+ * Usage: fuzz_replay DIR|FILE...  (default: $srcdir/corpus/FUZZ_CORPUS,
+ * ctrl_msg unless the program is built for another target)
  */
 #include <dirent.h>
 #include <stdint.h>
@@ -12,6 +13,10 @@
 #include <sys/stat.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#ifndef FUZZ_CORPUS
+#define FUZZ_CORPUS "ctrl_msg"
+#endif
 
 static int replay_file(const char *path)
 {
@@ -75,7 +80,7 @@ int main(int argc, char **argv)
     int i;
 
     if (argc < 2) {
-        snprintf(def, sizeof(def), "%s/corpus/ctrl_msg",
+        snprintf(def, sizeof(def), "%s/corpus/" FUZZ_CORPUS,
                  getenv("srcdir") ? getenv("srcdir") : ".");
         if (replay(def, &count) != 0) {
             return 1;

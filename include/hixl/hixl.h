@@ -298,6 +298,68 @@ HIXL_API hixl_status_t hixl_mem_warm_wait(hixl_engine_t *engine,
 HIXL_API hixl_status_t hixl_deregister_mem(hixl_engine_t *engine,
                                   hixl_mem_handle_t handle);
 
+/* ---- Exported memory descriptions ---------------------------------------- */
+
+/*
+ * The owner of registered memory describes a set of its regions in opaque,
+ * versioned bytes (the owner's engine name and each region's address,
+ * length and memory type); it sends them to a peer by any channel (a
+ * notify, its own RPC).  The peer imports them and addresses its transfers
+ * by (region index, offset, length), which hixl_remote_mem_addr checks
+ * against the region's bounds: a wrong offset is an error that names it,
+ * never a write into the neighbouring tensor.  Raw remote addresses stay
+ * accepted by every call; this only computes and checks them.
+ */
+
+/** A peer's imported memory description. */
+typedef struct hixl_remote_mem hixl_remote_mem_t;
+
+/**
+ * Describe the regions behind handles[0..n) (registered with this engine,
+ * in that order: region i of the importer is handles[i]).  buf NULL: *len_p
+ * is set to the bytes needed and SUCCESS returned.  Otherwise buf holds
+ * *len_p bytes: PARAM_INVALID (and *len_p set to the size needed) when it
+ * is too small, else the description is written and *len_p set to its
+ * length.  PARAM_INVALID names a handle that is not registered here.
+ */
+HIXL_API hixl_status_t hixl_export_mem(hixl_engine_t *engine,
+                                       const hixl_mem_handle_t *handles,
+                                       size_t n, void *buf, size_t *len_p);
+
+/**
+ * Decode a description made by hixl_export_mem (on any host).  The bytes
+ * are checked as hostile input: wrong magic or format version, a truncated
+ * or overlong buffer, counts beyond the bytes given, zero or wrapping
+ * regions are PARAM_INVALID with the reason.  Free *rmem_p with
+ * hixl_remote_mem_free.  Importing does not connect: transfers still go
+ * to hixl_remote_mem_engine(*rmem_p) once connected.
+ */
+HIXL_API hixl_status_t hixl_import_mem(hixl_engine_t *engine, const void *buf,
+                                       size_t len, hixl_remote_mem_t **rmem_p);
+
+HIXL_API void hixl_remote_mem_free(hixl_remote_mem_t *rmem);
+
+/** Number of regions in the description (0 for NULL). */
+HIXL_API size_t hixl_remote_mem_count(const hixl_remote_mem_t *rmem);
+
+/** The owner's engine name, the remote_engine of transfers into it. */
+HIXL_API const char *hixl_remote_mem_engine(const hixl_remote_mem_t *rmem);
+
+/** Length and memory type of region `region` (either pointer may be NULL).
+ *  PARAM_INVALID for an index beyond the count. */
+HIXL_API hixl_status_t hixl_remote_mem_region(const hixl_remote_mem_t *rmem,
+                                              size_t region, uint64_t *len_p,
+                                              hixl_mem_type_t *type_p);
+
+/** The remote address of [offset, +len) of region `region`, for a
+ *  descriptor's remote_addr.  PARAM_INVALID, naming region, offset, length
+ *  and the region's size, when the range does not lie inside the region
+ *  (or the index is beyond the count). */
+HIXL_API hixl_status_t hixl_remote_mem_addr(const hixl_remote_mem_t *rmem,
+                                            size_t region, uint64_t offset,
+                                            uint64_t len,
+                                            uint64_t *remote_addr_p);
+
 /* ---- Connections -------------------------------------------------------- */
 
 /**

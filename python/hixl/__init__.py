@@ -5,7 +5,8 @@ Programs written for CANN hixl's binding do ``import hixl`` and use its
 names; this package gives exactly those names (``__all__`` below is CANN's
 list), taken from :mod:`hixl_ucx`, which holds the implementation and
 stays importable with everything it adds (alloc_mem, layer flush,
-buffers as objects, raise_on_error).  ``hixl.hixl`` exists too, as CANN's
+memory descriptions (export_mem / import_mem), buffers as objects,
+raise_on_error).  ``hixl.hixl`` exists too, as CANN's
 native submodule does.
 
 CANN's conventions hold: calls return statuses (tuples where CANN returns

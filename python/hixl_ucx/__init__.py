@@ -32,7 +32,10 @@ and the module function ``get_capability(feature_type)``.  The package
 ``hixl`` (installed beside this one) gives the same under CANN hixl's
 module name, for ``import hixl``.
 
-Plus what libhixl-ucx adds: ``alloc_mem`` (memory peers write into),
+Plus what libhixl-ucx adds: ``alloc_mem`` (memory peers write into, as
+an :class:`Allocation`: an int address with memoryview / numpy / torch
+views), ``export_mem`` / ``import_mem`` (memory descriptions addressed by
+(region, offset, length), :class:`RemoteMemory`; these raise on errors),
 ``flush_layer`` / ``wait_layer`` / ``test_layer`` (layer-granular flush),
 ``engine_name``, ``last_error``.  Statuses are hixl's numbers (SUCCESS 0,
 PARAM_INVALID 103900, ... FAILED 503900); ``last_error()`` says what failed.
@@ -75,7 +78,9 @@ from ._constants import (ALREADY_CONNECTED, AUTO_CONNECT, CLIENT_SERVER_COMM,
                          TIMEOUT, UNSUPPORTED, WRITE, AsyncConnectStatus,
                          FeatureType, MemType, TransferOp, TransferStatus,
                          WAIT_ALL, WAIT_ANY, WaitMode)
+from ._allocation import Allocation
 from ._engine import Hixl
+from ._mem_export import RemoteMemory
 from ._errors import HixlError, HixlTimeoutError, last_error, strerror
 from ._lib import LibraryNotFoundError, load_library
 from ._memory import (MemDesc, NotifyDesc, TransferArgs, TransferOpDesc,
@@ -101,6 +106,7 @@ __all__ = [
     "HixlError", "HixlTimeoutError", "WaitMode", "WAIT_ALL", "WAIT_ANY",
     "LibraryNotFoundError", "load_library", "buffer_address",
     "last_error", "strerror", "version", "library", "__version__",
+    "Allocation", "RemoteMemory",
 ]
 
 

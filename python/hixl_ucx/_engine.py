@@ -12,7 +12,9 @@ from ._constants import (DEFAULT_TIMEOUT_MS, FAILED, MEM_HOST, PARAM_INVALID,
 from ._ctypes import (ARG_NOTIFY, ARG_TIMEOUT, ARG_USER_DATA, CAsyncEntry,
                       CMemDesc, CNotify, CNotifyDesc, COpDesc, COption,
                       CTransferArgs, CTransferResult)
+from ._allocation import Allocation, close_all
 from ._errors import HixlError, _s, last_error
+from ._mem_export import RemoteMemory, export_mem
 from ._memory import MemDesc, NotifyDesc, TransferArgs, TransferOpDesc
 from ._status import GetTransferStatusArgs, TransferResult
 from ._aio import AioMixin
@@ -95,6 +97,7 @@ class Hixl(WaitMixin, AioMixin):
         self._pins_lock = threading.Lock()
         self._mem_pins: Dict[int, Any] = {}   # handle -> registered object
         self._req_pins: Dict[int, Any] = {}   # request -> local objects
+        self._allocs: Dict[int, Allocation] = {}   # handle -> alloc_mem's
 
     def __del__(self) -> None:
         try:
@@ -153,6 +156,7 @@ class Hixl(WaitMixin, AioMixin):
             if engine is None:
                 return
             self._aio_close()
+            self._close_allocs(engine)
             self._gate.drain()
             _lib.lib().hixl_finalize(engine)
             with self._pins_lock:
@@ -188,6 +192,9 @@ class Hixl(WaitMixin, AioMixin):
         hixl, 0 is PARAM_INVALID and a handle this engine does not hold
         (deregistered already, or another's) is SUCCESS, doing nothing."""
         h = _args.integer(mem_handle, "mem_handle", 0, _args.SIZE_MAX)
+        alloc = self._allocs.get(h)
+        if alloc is not None:
+            alloc._close_views()   # BufferError while a view is exported
         self._gate.enter()
         try:
             engine = self._engine
@@ -202,6 +209,8 @@ class Hixl(WaitMixin, AioMixin):
         if status == SUCCESS:
             with self._pins_lock:
                 self._mem_pins.pop(h, None)
+            if self._allocs.pop(h, None) is not None:
+                alloc._mark_released()
         return status
 
     def connect(self, remote_engine: str,
@@ -416,7 +425,10 @@ class Hixl(WaitMixin, AioMixin):
         """Allocate and register -> (status, addr, handle).
 
         Allocate memory peers write into here: on one host UCX reaches it
-        through shared memory.  deregister_mem(handle) frees it.
+        through shared memory.  deregister_mem(handle) frees it.  addr is
+        an :class:`Allocation`: the address as an int, and views of the
+        memory (memoryview, .numpy(), .torch()) that refuse use after
+        deregistration or finalize (0 when the call failed).
         """
         n = _args.integer(length, "length", 1, _args.SIZE_MAX)
         mtype = _args.mem_type(mem_type)
@@ -425,7 +437,11 @@ class Hixl(WaitMixin, AioMixin):
         status = self._call("alloc_mem", _lib.lib().hixl_alloc_mem, n,
                             int(mtype), ctypes.byref(addr),
                             ctypes.byref(handle))
-        return status, (addr.value or 0), (handle.value or 0)
+        if status != SUCCESS or not addr.value:
+            return status, 0, (handle.value or 0)
+        alloc = Allocation(addr.value, n, handle.value)
+        self._allocs[handle.value] = alloc
+        return status, alloc, handle.value
 
     def flush_layer(self, remote_engine: str, stream: int, generation: int,
                     layer: int) -> int:
@@ -465,6 +481,38 @@ class Hixl(WaitMixin, AioMixin):
                                           _args.UINT32_MAX),
                             ctypes.byref(ready))
         return status, bool(ready.value)
+
+    def _close_allocs(self, engine: int) -> None:
+        """Before finalize frees alloc_mem's memory: no view may outlive
+        it (BufferError and the engine kept while one is exported)."""
+        try:
+            close_all(self._allocs.values())
+        except BufferError:
+            self._engine = engine
+            raise
+        for alloc in self._allocs.values():
+            alloc._mark_released()
+        self._allocs.clear()
+
+    def export_mem(self, handles: Any) -> bytes:
+        """The description of registered regions (a handle or a list of
+        them; region i of the importer is handles[i]) as bytes to send to
+        a peer.  Raises HixlError on errors."""
+        self._gate.enter()
+        try:
+            return export_mem(self._engine, handles)
+        finally:
+            self._gate.leave()
+
+    def import_mem(self, data: Any) -> RemoteMemory:
+        """A peer's export_mem bytes -> RemoteMemory, whose addr(region,
+        offset, length) and op_desc(local, region, offset) give checked
+        remote addresses.  Raises HixlError on malformed bytes."""
+        self._gate.enter()
+        try:
+            return RemoteMemory(self._engine, data)
+        finally:
+            self._gate.leave()
 
     def engine_name(self) -> str:
         """The name peers use ("ip:port" with the real port), or ""."""

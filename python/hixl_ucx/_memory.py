@@ -124,6 +124,9 @@ def address_and_length(obj: Any, length: Optional[int], arg: str,
     """(address, length, pin, on_device) of obj: an int address with a
     length, or an object whose size is the default length (a given length
     must fit in it)."""
+    nbytes = getattr(obj, "_nbytes", None)   # alloc_mem's Allocation
+    if isinstance(obj, int) and isinstance(nbytes, int) and length is None:
+        length = obj.nbytes   # ValueError once deregistered
     if isinstance(obj, int) and not isinstance(obj, bool):
         addr = _args.integer(obj, arg, 0, _args.SIZE_MAX)
         if length is None:
@@ -139,6 +142,11 @@ def address_and_length(obj: Any, length: Optional[int], arg: str,
         raise ValueError("%s is %d bytes but %s holds %d" % (
             len_arg, n, arg, s.nbytes))
     return s.addr, n, s.pin, s.device
+
+
+def _sized(obj: Any) -> bool:
+    """An int that knows its length (alloc_mem's Allocation)."""
+    return isinstance(getattr(obj, "_nbytes", None), int)
 
 
 def buffer_address(obj: Any) -> int:
@@ -164,7 +172,7 @@ class MemDesc:
     __slots__ = ("addr", "len", "_pin", "_device")
 
     def __init__(self, addr: Any = 0, len: Optional[int] = None) -> None:  # noqa: A002 (hixl's name)
-        if isinstance(addr, int) and len is None:
+        if isinstance(addr, int) and len is None and not _sized(addr):
             len = 0   # hixl's default MemDesc(): an empty descriptor
         self.addr, self.len, self._pin, self._device = address_and_length(
             addr, len, "MemDesc addr", "MemDesc len")
@@ -190,7 +198,8 @@ class TransferOpDesc:
 
     def __init__(self, local_addr: Any = 0, remote_addr: int = 0,
                  len: Optional[int] = None) -> None:  # noqa: A002
-        if isinstance(local_addr, int) and len is None:
+        if isinstance(local_addr, int) and len is None and not _sized(
+                local_addr):
             len = 0
         self.local_addr, self.len, self._pin, _ = address_and_length(
             local_addr, len, "TransferOpDesc local_addr", "TransferOpDesc len")
