@@ -99,6 +99,9 @@ static hixl_engine_t *fan_engine_init(const fan_engine_cfg_t *cfg, int role,
     return engine;
 }
 
+/* Longest wait for the warming of a fresh region (seconds per GiB here). */
+#define FAN_WARM_WAIT_MS 300000
+
 /* The region: hixl_alloc_mem (UCX allocates: on one host, shared memory
  * the peers map), or anonymous memory registered with hixl_register_mem. */
 static int fan_region(hixl_engine_t *engine, int alloc, size_t len,
@@ -116,6 +119,10 @@ static int fan_region(hixl_engine_t *engine, int alloc, size_t len,
                            hixl_strerror(status), hixl_last_error());
             return -1;
         }
+        /* measure what an engine that has been up a while meets: memory
+         * its background warming has written (hixl_mem_warm_wait; with
+         * hixl.PrefaultMem=none there is none, and this returns at once) */
+        (void)hixl_mem_warm_wait(engine, FAN_WARM_WAIT_MS);
         *p_out = p;
         return 0;
     }

@@ -4,12 +4,13 @@ request's end, and the staged mode's socket reads."""
 
 import time
 
-NOTIFY_POLL_S = 0.001
+# the exceptions of the waits (hixl_ucx, under the module CANN names hixl)
+from hixl_ucx import HixlError, HixlTimeoutError
 
 
 class Notifies:
-    """Notifies by name.  Waiting polls with short sleeps in this one
-    place, so that a blocking or event-driven wait can replace it."""
+    """Notifies by name, kept in arrival order until asked for; waiting
+    sleeps in the library (hixl_wait_notifies), never polls."""
 
     def __init__(self, hixl, engine):
         self.hixl, self.engine, self.queue = hixl, engine, []
@@ -25,14 +26,16 @@ class Notifies:
             for i, n in enumerate(self.queue):
                 if n.name == name:
                     return self.queue.pop(i)
-            st, got = self.engine.get_notifies()
-            ok(self.engine, st, "get_notifies")
-            self.queue += got
-            if not got:
-                if time.monotonic() > deadline:
-                    raise PdError("no %s notify within %.0f s" % (name,
-                                                                 timeout_s))
-                time.sleep(NOTIFY_POLL_S)
+            left_ms = int((deadline - time.monotonic()) * 1000)
+            if left_ms <= 0:
+                raise PdError("no %s notify within %.0f s" % (name,
+                                                             timeout_s))
+            try:
+                self.queue += self.engine.wait_notifies(timeout_ms=left_ms)
+            except HixlTimeoutError:
+                pass   # the deadline above says so
+            except HixlError as e:
+                raise PdError("waiting for the %s notify: %s" % (name, e))
 
 
 class PdError(Exception):
@@ -46,20 +49,17 @@ def ok(engine, status, what):
 
 
 def wait_req(engine, hixl, req, what, timeout_s):
-    """Poll a transfer to its end; FAILED and TIMEOUT raise with the
-    reason (the peer went away, a descriptor was refused...)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        st, ts = engine.get_transfer_status(req)
-        ok(engine, st, what)
-        if ts == hixl.TransferStatus.COMPLETED:
-            return
-        if ts != hixl.TransferStatus.WAITING:
-            raise PdError("%s: %s: %s" % (what, ts.name, engine.last_error()))
-        if time.monotonic() > deadline:
-            raise PdError("%s: still waiting after %.0f s" % (what,
-                                                              timeout_s))
-        time.sleep(0.0002)
+    """Wait for a transfer to end (the library sleeps until it does);
+    FAILED and TIMEOUT raise with the reason (the peer went away, a
+    descriptor was refused...)."""
+    try:
+        ts = engine.wait_transfers([req], timeout_ms=int(timeout_s * 1000))[0]
+    except HixlTimeoutError:
+        raise PdError("%s: still waiting after %.0f s" % (what, timeout_s))
+    except HixlError as e:
+        raise PdError("%s: %s" % (what, e))
+    if ts != hixl.TransferStatus.COMPLETED:
+        raise PdError("%s: %s: %s" % (what, ts.name, engine.last_error()))
 
 
 # ---- the staged copy (plain TCP) ---------------------------------------------

@@ -26,9 +26,9 @@ static int corpus_write(const char *dir, const char *name, const void *data,
     return 0;
 }
 
-static int corpus_msg(const char *dir, const char *name, const ctrl_msg_t *m)
+static int corpus_msg(const char *dir, const char *name, const hixl_msg_t *m)
 {
-    ctrl_buf_t buf = {NULL, 0, 0};
+    hixl_msg_buf_t buf = {NULL, 0, 0};
     int rc;
 
     if (hixl_msg_encode(&buf, m) != HIXL_SUCCESS) {
@@ -42,8 +42,8 @@ static int corpus_msg(const char *dir, const char *name, const ctrl_msg_t *m)
 int main(int argc, char **argv)
 {
     static const uint8_t nonce[32] = {7};
-    ctrl_buf_t stream = {NULL, 0, 0};
-    ctrl_msg_t m;
+    hixl_msg_buf_t stream = {NULL, 0, 0};
+    hixl_msg_t m;
     const char *dir = (argc > 1) ? argv[1] : ".";
     char name[64];
     uint16_t t;
@@ -54,30 +54,30 @@ int main(int argc, char **argv)
         m.type = t;
         switch (t) {
         case CTRL_HELLO:
-            m.u.hello.name        = ctrl_bytes("127.0.0.1", 9);
-            m.u.hello.resume      = ctrl_bytes(nonce, 16);
-            m.u.hello.host        = ctrl_bytes("boot-id", 7);
-            m.u.hello.worker_addr = ctrl_bytes("\x01\x02\x03\x04", 4);
-            m.u.hello.nonce       = ctrl_bytes(nonce, sizeof(nonce));
+            m.u.hello.name        = hixl_msg_bytes("127.0.0.1", 9);
+            m.u.hello.resume      = hixl_msg_bytes(nonce, 16);
+            m.u.hello.host        = hixl_msg_bytes("boot-id", 7);
+            m.u.hello.worker_addr = hixl_msg_bytes("\x01\x02\x03\x04", 4);
+            m.u.hello.nonce       = hixl_msg_bytes(nonce, sizeof(nonce));
             break;
         case CTRL_HELLO_ACK:
-            m.u.hello_ack.name        = ctrl_bytes("127.0.0.1:5000", 14);
-            m.u.hello_ack.worker_addr = ctrl_bytes("\x05\x06", 2);
+            m.u.hello_ack.name        = hixl_msg_bytes("127.0.0.1:5000", 14);
+            m.u.hello_ack.worker_addr = hixl_msg_bytes("\x05\x06", 2);
             m.u.hello_ack.max_streams = 1024;
             m.u.hello_ack.max_layers  = 256;
-            m.u.hello_ack.resume      = ctrl_bytes(nonce, 16);
+            m.u.hello_ack.resume      = hixl_msg_bytes(nonce, 16);
             break;
         case CTRL_MEM_ADD:
             m.u.mem_add.id   = 0x1000000000001ull;
             m.u.mem_add.addr = 0x7f0000000000ull;
             m.u.mem_add.len  = 1 << 20;
-            m.u.mem_add.rkey = ctrl_bytes("rkey-bytes", 10);
-            m.u.mem_add.dev_key = ctrl_bytes("dev-key", 7);
+            m.u.mem_add.rkey = hixl_msg_bytes("rkey-bytes", 10);
+            m.u.mem_add.dev_key = hixl_msg_bytes("dev-key", 7);
             break;
         case CTRL_NOTIFY:
             m.u.notify.seq  = 3;
-            m.u.notify.name = ctrl_bytes("done", 4);
-            m.u.notify.msg  = ctrl_bytes("7:1", 3);
+            m.u.notify.name = hixl_msg_bytes("done", 4);
+            m.u.notify.msg  = hixl_msg_bytes("7:1", 3);
             break;
         case CTRL_LAYER:
             m.u.layer.stream = 7;
@@ -85,11 +85,11 @@ int main(int argc, char **argv)
             m.u.layer.gen    = 1;
             break;
         case CTRL_BYE:
-            m.u.bye.reason = ctrl_bytes("finalizing", 10);
+            m.u.bye.reason = hixl_msg_bytes("finalizing", 10);
             break;
         case CTRL_AUTH_CHALLENGE:
         case CTRL_AUTH_RESPONSE:
-            m.u.auth.data = ctrl_bytes(nonce, sizeof(nonce));
+            m.u.auth.data = hixl_msg_bytes(nonce, sizeof(nonce));
             break;
         default:
             m.u.sync.token = 5;   /* MEM_DEL, SYNC, ... fixed fields */

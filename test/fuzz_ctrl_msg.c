@@ -24,7 +24,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void fuzz_check_inside(const ctrl_bytes_t *b, const uint8_t *data,
+static void fuzz_check_inside(const hixl_msg_bytes_t *b, const uint8_t *data,
                               size_t size)
 {
     if ((b->len != 0) &&
@@ -36,11 +36,11 @@ static void fuzz_check_inside(const ctrl_bytes_t *b, const uint8_t *data,
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    ctrl_buf_t out = {NULL, 0, 0};
+    hixl_msg_buf_t out = {NULL, 0, 0};
     size_t consumed, off = 0;
-    ctrl_msg_t msg;
+    hixl_msg_t msg;
     char err[256];
-    const ctrl_bytes_t *fields[8];
+    const hixl_msg_bytes_t *fields[8];
     size_t nfields, i;
 
     /* the input may hold several messages, like a socket buffer */

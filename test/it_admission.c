@@ -213,9 +213,9 @@ END_TEST
 
 /* ---- borrowed identity ------------------------------------------------------ */
 
-static void raw_send(int fd, const ctrl_msg_t *msg)
+static void raw_send(int fd, const hixl_msg_t *msg)
 {
-    ctrl_buf_t buf = {NULL, 0, 0};
+    hixl_msg_buf_t buf = {NULL, 0, 0};
 
     ck_assert(hixl_msg_encode(&buf, msg) == HIXL_SUCCESS);
     ck_assert(send(fd, buf.data, buf.len, MSG_NOSIGNAL) == (ssize_t)buf.len);
@@ -224,7 +224,7 @@ static void raw_send(int fd, const ctrl_msg_t *msg)
 
 /* Read until one whole message of `type` is decoded into msg (its bytes
  * stay in buf); other messages before it are skipped. */
-static void raw_expect(int fd, uint16_t type, ctrl_msg_t *msg, uint8_t *buf,
+static void raw_expect(int fd, uint16_t type, hixl_msg_t *msg, uint8_t *buf,
                        size_t cap)
 {
     struct pollfd pfd = {fd, POLLIN, 0};
@@ -234,7 +234,7 @@ static void raw_expect(int fd, uint16_t type, ctrl_msg_t *msg, uint8_t *buf,
 
     for (;;) {
         while (len > 0) {
-            ctrl_decode_result_t r = hixl_msg_decode(buf, len, msg, &used,
+            hixl_msg_decode_result_t r = hixl_msg_decode(buf, len, msg, &used,
                                                      err, sizeof(err));
 
             ck_assert_msg(r != CTRL_DECODE_ERROR, "undecodable answer: %s",
@@ -257,15 +257,15 @@ static void raw_expect(int fd, uint16_t type, ctrl_msg_t *msg, uint8_t *buf,
     }
 }
 
-static void hello_as(ctrl_msg_t *m, const char *name, const uint8_t *resume,
+static void hello_as(hixl_msg_t *m, const char *name, const uint8_t *resume,
                      size_t resume_len)
 {
     memset(m, 0, sizeof(*m));
     m->type                = CTRL_HELLO;
-    m->u.hello.name        = ctrl_bytes(name, strlen(name));
-    m->u.hello.host        = ctrl_bytes("another-host", 12);
-    m->u.hello.worker_addr = ctrl_bytes("x", 1);
-    m->u.hello.resume      = ctrl_bytes(resume, resume_len);
+    m->u.hello.name        = hixl_msg_bytes(name, strlen(name));
+    m->u.hello.host        = hixl_msg_bytes("another-host", 12);
+    m->u.hello.worker_addr = hixl_msg_bytes("x", 1);
+    m->u.hello.resume      = hixl_msg_bytes(resume, resume_len);
 }
 
 START_TEST(test_borrowed_token_does_not_replace)
@@ -276,7 +276,7 @@ START_TEST(test_borrowed_token_does_not_replace)
     const char *lname, *vname;
     hixl_mem_handle_t h;
     size_t token_len;
-    ctrl_msg_t m;
+    hixl_msg_t m;
     void *mem;
     int fd;
 
@@ -377,7 +377,7 @@ START_TEST(test_older_peer_told_both_versions)
                                  (CTRL_VERSION - 1) >> 8, CTRL_HELLO, 0, 0};
     char want_old[32], want_new[32];
     hixl_engine_t *l;
-    ctrl_msg_t m;
+    hixl_msg_t m;
     int fd;
 
     l = hx_engine("127.0.0.1:0", "hixl.ListenEphemeral", "1", NULL);

@@ -117,9 +117,9 @@ END_TEST
 
 /* ---- a client without the secret ------------------------------------------ */
 
-static void raw_send(int fd, const ctrl_msg_t *msg)
+static void raw_send(int fd, const hixl_msg_t *msg)
 {
-    ctrl_buf_t buf = {NULL, 0, 0};
+    hixl_msg_buf_t buf = {NULL, 0, 0};
 
     ck_assert(hixl_msg_encode(&buf, msg) == HIXL_SUCCESS);
     ck_assert(write(fd, buf.data, buf.len) == (ssize_t)buf.len);
@@ -146,14 +146,14 @@ static size_t raw_read_all(int fd, uint8_t *buf, size_t cap)
 static void raw_hello(int fd, const uint8_t *nonce, size_t nonce_len)
 {
     static const char addr[] = "not-a-worker-address";
-    ctrl_msg_t hello;
+    hixl_msg_t hello;
 
     memset(&hello, 0, sizeof(hello));
     hello.type                = CTRL_HELLO;
-    hello.u.hello.name        = ctrl_bytes("127.0.0.9", 9);
-    hello.u.hello.host        = ctrl_bytes("intruder", 8);
-    hello.u.hello.worker_addr = ctrl_bytes(addr, sizeof(addr));
-    hello.u.hello.nonce       = ctrl_bytes(nonce, nonce_len);
+    hello.u.hello.name        = hixl_msg_bytes("127.0.0.9", 9);
+    hello.u.hello.host        = hixl_msg_bytes("intruder", 8);
+    hello.u.hello.worker_addr = hixl_msg_bytes(addr, sizeof(addr));
+    hello.u.hello.nonce       = hixl_msg_bytes(nonce, nonce_len);
     raw_send(fd, &hello);
 }
 
@@ -163,7 +163,7 @@ static void assert_nothing_granted(const uint8_t *buf, size_t len,
                                    int *challenges)
 {
     size_t off = 0, used;
-    ctrl_msg_t msg;
+    hixl_msg_t msg;
     char err[128];
 
     *challenges = 0;
@@ -189,7 +189,7 @@ START_TEST(test_no_rkey_without_the_secret)
     uint8_t buf[65536];
     void *mem;
     hixl_engine_t *l = listener("s3cret-A", &mem);
-    ctrl_msg_t resp;
+    hixl_msg_t resp;
     size_t len;
     int fd, challenges;
 
@@ -207,7 +207,7 @@ START_TEST(test_no_rkey_without_the_secret)
     raw_hello(fd, nonce, sizeof(nonce));
     memset(&resp, 0, sizeof(resp));
     resp.type        = CTRL_AUTH_RESPONSE;
-    resp.u.auth.data = ctrl_bytes(bad_mac, sizeof(bad_mac));
+    resp.u.auth.data = hixl_msg_bytes(bad_mac, sizeof(bad_mac));
     raw_send(fd, &resp);
     len = raw_read_all(fd, buf, sizeof(buf));
     close(fd);

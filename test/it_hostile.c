@@ -27,9 +27,9 @@ static void raw_write(int fd, const void *buf, size_t len)
     (void)!send(fd, buf, len, MSG_NOSIGNAL);
 }
 
-static void raw_send(int fd, const ctrl_msg_t *msg)
+static void raw_send(int fd, const hixl_msg_t *msg)
 {
-    ctrl_buf_t buf = {NULL, 0, 0};
+    hixl_msg_buf_t buf = {NULL, 0, 0};
 
     ck_assert(hixl_msg_encode(&buf, msg) == HIXL_SUCCESS);
     raw_write(fd, buf.data, buf.len);
@@ -51,13 +51,13 @@ static void assert_dropped(int fd, const char *attack)
     close(fd);
 }
 
-static void hello_msg(ctrl_msg_t *m, const char *name)
+static void hello_msg(hixl_msg_t *m, const char *name)
 {
     memset(m, 0, sizeof(*m));
     m->type                = CTRL_HELLO;
-    m->u.hello.name        = ctrl_bytes(name, strlen(name));
-    m->u.hello.host        = ctrl_bytes("h", 1);
-    m->u.hello.worker_addr = ctrl_bytes("x", 1);
+    m->u.hello.name        = hixl_msg_bytes(name, strlen(name));
+    m->u.hello.host        = hixl_msg_bytes("h", 1);
+    m->u.hello.worker_addr = hixl_msg_bytes("x", 1);
 }
 
 /* ---- a listener under attack ------------------------------------------------ */
@@ -126,8 +126,8 @@ static void attack_oversized_length(int fd)
 
 static void attack_truncated_then_close(int fd)
 {
-    ctrl_buf_t buf = {NULL, 0, 0};
-    ctrl_msg_t m;
+    hixl_msg_buf_t buf = {NULL, 0, 0};
+    hixl_msg_t m;
 
     hello_msg(&m, "127.0.0.5");
     ck_assert(hixl_msg_encode(&buf, &m) == HIXL_SUCCESS);
@@ -155,17 +155,17 @@ static void attack_trailing_bytes(int fd)
 
 static void attack_notify_before_hello(int fd)
 {
-    ctrl_msg_t m;
+    hixl_msg_t m;
 
     memset(&m, 0, sizeof(m));
     m.type            = CTRL_NOTIFY;
-    m.u.notify.name   = ctrl_bytes("x", 1);
+    m.u.notify.name   = hixl_msg_bytes("x", 1);
     raw_send(fd, &m);
 }
 
 static void attack_mem_add_to_listener(int fd)
 {
-    ctrl_msg_t m;
+    hixl_msg_t m;
 
     hello_msg(&m, "127.0.0.6");
     raw_send(fd, &m);
@@ -178,7 +178,7 @@ static void attack_mem_add_to_listener(int fd)
 
 static void attack_double_hello(int fd)
 {
-    ctrl_msg_t m;
+    hixl_msg_t m;
 
     hello_msg(&m, "127.0.0.7");
     raw_send(fd, &m);
@@ -187,7 +187,7 @@ static void attack_double_hello(int fd)
 
 static void attack_bad_name(int fd)
 {
-    ctrl_msg_t m;
+    hixl_msg_t m;
 
     hello_msg(&m, "not an address");
     raw_send(fd, &m);
@@ -195,7 +195,7 @@ static void attack_bad_name(int fd)
 
 static void attack_layer_out_of_range(int fd)
 {
-    ctrl_msg_t m;
+    hixl_msg_t m;
 
     hello_msg(&m, "127.0.0.8");
     raw_send(fd, &m);
@@ -393,12 +393,12 @@ static int fake_listen(uint16_t *port_p)
     return fd;
 }
 
-static void ack_msg(ctrl_msg_t *m, const char *name)
+static void ack_msg(hixl_msg_t *m, const char *name)
 {
     memset(m, 0, sizeof(*m));
     m->type                    = CTRL_HELLO_ACK;
-    m->u.hello_ack.name        = ctrl_bytes(name, strlen(name));
-    m->u.hello_ack.host        = ctrl_bytes("other-host", 10);
+    m->u.hello_ack.name        = hixl_msg_bytes(name, strlen(name));
+    m->u.hello_ack.host        = hixl_msg_bytes("other-host", 10);
     m->u.hello_ack.max_streams = 1;
     m->u.hello_ack.max_layers  = 1;
 }
@@ -415,7 +415,7 @@ static void fake_garbage_ack(int fd)
 
 static void fake_worker_addr_empty(int fd)
 {
-    ctrl_msg_t m;
+    hixl_msg_t m;
 
     ack_msg(&m, "127.0.0.1:1");
     raw_send(fd, &m);
@@ -423,7 +423,7 @@ static void fake_worker_addr_empty(int fd)
 
 static void fake_table_end_first(int fd)
 {
-    ctrl_msg_t m;
+    hixl_msg_t m;
 
     memset(&m, 0, sizeof(m));
     m.type = CTRL_TABLE_END;
@@ -432,11 +432,11 @@ static void fake_table_end_first(int fd)
 
 static void fake_bye(int fd)
 {
-    ctrl_msg_t m;
+    hixl_msg_t m;
 
     memset(&m, 0, sizeof(m));
     m.type         = CTRL_BYE;
-    m.u.bye.reason = ctrl_bytes("go away", 7);
+    m.u.bye.reason = hixl_msg_bytes("go away", 7);
     raw_send(fd, &m);
 }
 

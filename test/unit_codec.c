@@ -19,13 +19,13 @@
 #include <string.h>
 
 /* Decode from an exact-size heap copy of buf[0, len). */
-static ctrl_decode_result_t decode_exact(const uint8_t *buf, size_t len,
-                                         ctrl_msg_t *msg, size_t *consumed,
+static hixl_msg_decode_result_t decode_exact(const uint8_t *buf, size_t len,
+                                         hixl_msg_t *msg, size_t *consumed,
                                          char *err, size_t errlen,
                                          uint8_t **copy_p)
 {
     uint8_t *copy = malloc(len ? len : 1);
-    ctrl_decode_result_t res;
+    hixl_msg_decode_result_t res;
 
     ck_assert_ptr_nonnull(copy);
     memcpy(copy, buf, len);
@@ -39,7 +39,7 @@ static ctrl_decode_result_t decode_exact(const uint8_t *buf, size_t len,
     return res;
 }
 
-static void encode(ctrl_buf_t *out, const ctrl_msg_t *msg)
+static void encode(hixl_msg_buf_t *out, const hixl_msg_t *msg)
 {
     hixl_status_t st = hixl_msg_encode(out, msg);
 
@@ -61,7 +61,7 @@ static void fill_bufs(void)
 
 /* One message of every type, with recognizable fields; variant v changes
  * byte lengths (0: empty fields, 1: typical, 2: at the limits). */
-static size_t make_msgs(ctrl_msg_t *m, int v)
+static size_t make_msgs(hixl_msg_t *m, int v)
 {
     size_t n = 0;
     uint32_t nl = (v == 0) ? 0 : (v == 1) ? 9 : CTRL_MAX_NAME;
@@ -73,22 +73,22 @@ static size_t make_msgs(ctrl_msg_t *m, int v)
     memset(m, 0, MAX_MSGS * sizeof(*m));
 
     m[n].type = CTRL_HELLO;
-    m[n].u.hello.name        = ctrl_bytes(name_buf, nl);
+    m[n].u.hello.name        = hixl_msg_bytes(name_buf, nl);
     m[n].u.hello.flags       = 0x80000001u;
-    m[n].u.hello.worker_addr = ctrl_bytes(addr_buf, al);
+    m[n].u.hello.worker_addr = hixl_msg_bytes(addr_buf, al);
     ++n;
     m[n].type = CTRL_HELLO_ACK;
     m[n].u.hello_ack.status      = HIXL_ALREADY_CONNECTED;
-    m[n].u.hello_ack.name        = ctrl_bytes(name_buf, nl);
-    m[n].u.hello_ack.reason      = ctrl_bytes(reason_buf, rl);
-    m[n].u.hello_ack.worker_addr = ctrl_bytes(addr_buf, al);
+    m[n].u.hello_ack.name        = hixl_msg_bytes(name_buf, nl);
+    m[n].u.hello_ack.reason      = hixl_msg_bytes(reason_buf, rl);
+    m[n].u.hello_ack.worker_addr = hixl_msg_bytes(addr_buf, al);
     ++n;
     m[n].type = CTRL_MEM_ADD;
     m[n].u.mem_add.id       = 0x0102030405060708ull;
     m[n].u.mem_add.addr     = UINT64_MAX - 4096;
     m[n].u.mem_add.len      = 4096;
     m[n].u.mem_add.mem_type = HIXL_MEM_HOST;
-    m[n].u.mem_add.rkey     = ctrl_bytes(addr_buf, al);
+    m[n].u.mem_add.rkey     = hixl_msg_bytes(addr_buf, al);
     ++n;
     m[n].type = CTRL_MEM_DEL;
     m[n].u.mem_del.id   = 7;
@@ -106,9 +106,9 @@ static size_t make_msgs(ctrl_msg_t *m, int v)
     m[n].type = CTRL_NOTIFY;
     m[n].u.notify.seq   = 1ull << 63 | 5;
     m[n].u.notify.flags = 3;
-    m[n].u.notify.name  = ctrl_bytes(name_buf, nl);
-    m[n].u.notify.msg   = (v == 2) ? ctrl_bytes(big_buf, CTRL_MAX_NOTIFY)
-                                   : ctrl_bytes(addr_buf, al);
+    m[n].u.notify.name  = hixl_msg_bytes(name_buf, nl);
+    m[n].u.notify.msg   = (v == 2) ? hixl_msg_bytes(big_buf, CTRL_MAX_NOTIFY)
+                                   : hixl_msg_bytes(addr_buf, al);
     ++n;
     m[n].type = CTRL_NOTIFY_ACK;
     m[n].u.notify_ack.seq    = 99;
@@ -121,7 +121,7 @@ static size_t make_msgs(ctrl_msg_t *m, int v)
     ++n;
     m[n].type = CTRL_BYE;
     m[n].u.bye.status = HIXL_FAILED;
-    m[n].u.bye.reason = ctrl_bytes(reason_buf, rl);
+    m[n].u.bye.reason = hixl_msg_bytes(reason_buf, rl);
     ++n;
     /* types added after this file was written: all fields zero (empty
      * strings), which every layout can encode; checked by re-encoding */
@@ -133,7 +133,7 @@ static size_t make_msgs(ctrl_msg_t *m, int v)
     return n;
 }
 
-static void bytes_eq(ctrl_bytes_t a, ctrl_bytes_t b, const char *what)
+static void bytes_eq(hixl_msg_bytes_t a, hixl_msg_bytes_t b, const char *what)
 {
     ck_assert_msg(a.len == b.len, "%s: length %u, expected %u", what, a.len,
                   b.len);
@@ -143,7 +143,7 @@ static void bytes_eq(ctrl_bytes_t a, ctrl_bytes_t b, const char *what)
 }
 
 /* Field-by-field comparison of the fields this file knows. */
-static void msg_eq(const ctrl_msg_t *a, const ctrl_msg_t *e)
+static void msg_eq(const hixl_msg_t *a, const hixl_msg_t *e)
 {
     ck_assert_uint_eq(a->type, e->type);
     switch (e->type) {
@@ -211,8 +211,8 @@ static void setup_big(void)
  * exactly the encoding, and re-encoding gives the same bytes. */
 START_TEST(test_round_trip)
 {
-    ctrl_msg_t m[MAX_MSGS], d;
-    ctrl_buf_t out, again;
+    hixl_msg_t m[MAX_MSGS], d;
+    hixl_msg_buf_t out, again;
     uint8_t *copy;
     size_t n, i, consumed;
     char err[256];
@@ -258,8 +258,8 @@ START_TEST(test_wire_format)
         0x11, 0, 0, 0, 0, 0, 0, 0x80,   /* seq */
         0xdc, 0x95, 0x01, 0             /* status 103900 = 0x0195dc */
     };
-    ctrl_msg_t m, d;
-    ctrl_buf_t out;
+    hixl_msg_t m, d;
+    hixl_msg_buf_t out;
     size_t consumed;
     char err[256];
 
@@ -286,11 +286,11 @@ END_TEST
  * TCP must not drop the connection), never OK, never a read beyond. */
 START_TEST(test_prefixes)
 {
-    ctrl_msg_t m[MAX_MSGS], d;
-    ctrl_buf_t out;
+    hixl_msg_t m[MAX_MSGS], d;
+    hixl_msg_buf_t out;
     size_t n, i, cut, consumed;
     char err[256];
-    ctrl_decode_result_t res;
+    hixl_msg_decode_result_t res;
 
     setup_big();
     n = make_msgs(m, 1);
@@ -323,8 +323,8 @@ END_TEST
  * buffering) the payload it announces. */
 START_TEST(test_bad_header)
 {
-    ctrl_msg_t m, d;
-    ctrl_buf_t out;
+    hixl_msg_t m, d;
+    hixl_msg_buf_t out;
     uint8_t *b;
     size_t consumed, cut;
     char err[256];
@@ -372,8 +372,8 @@ END_TEST
  * longer than its limit; a string length pointing past the payload. */
 START_TEST(test_bad_payload)
 {
-    ctrl_msg_t m, d;
-    ctrl_buf_t out;
+    hixl_msg_t m, d;
+    hixl_msg_buf_t out;
     uint8_t *b;
     size_t consumed, i;
     char err[256];
@@ -406,7 +406,7 @@ START_TEST(test_bad_payload)
     memset(&m, 0, sizeof(m));
     memset(&out, 0, sizeof(out));
     m.type = CTRL_BYE;
-    m.u.bye.reason = ctrl_bytes("why", 3);
+    m.u.bye.reason = hixl_msg_bytes("why", 3);
     encode(&out, &m);
     b = out.data;
     for (i = 0; i < 4; ++i) {
@@ -430,17 +430,17 @@ END_TEST
 START_TEST(test_encode_limits)
 {
     static uint8_t name[CTRL_MAX_NAME + 1];
-    ctrl_msg_t m;
-    ctrl_buf_t out;
+    hixl_msg_t m;
+    hixl_msg_buf_t out;
 
     memset(&out, 0, sizeof(out));
     memset(&m, 0, sizeof(m));
     m.type = CTRL_HELLO;
-    m.u.hello.name = ctrl_bytes(name, sizeof(name));
+    m.u.hello.name = hixl_msg_bytes(name, sizeof(name));
     hx_expect(hixl_msg_encode(&out, &m), HIXL_PARAM_INVALID, "name");
     m.type = CTRL_NOTIFY;
-    m.u.notify.name = ctrl_bytes(name, CTRL_MAX_NAME);
-    m.u.notify.msg  = ctrl_bytes(name, 0);
+    m.u.notify.name = hixl_msg_bytes(name, CTRL_MAX_NAME);
+    m.u.notify.msg  = hixl_msg_bytes(name, 0);
     m.u.notify.msg.len = CTRL_MAX_NOTIFY + 1;   /* never read: refused */
     hx_expect(hixl_msg_encode(&out, &m), HIXL_PARAM_INVALID, "msg");
     m.type = 0;
@@ -463,8 +463,8 @@ END_TEST
  * encodings do not disturb what was already in the buffer. */
 START_TEST(test_stream)
 {
-    ctrl_msg_t m[MAX_MSGS], d;
-    ctrl_buf_t out;
+    hixl_msg_t m[MAX_MSGS], d;
+    hixl_msg_buf_t out;
     size_t n, i, off = 0, consumed;
     char err[256];
     int v;
@@ -498,18 +498,18 @@ END_TEST
  * very bytes it consumed (the decoder accepts one spelling only). */
 START_TEST(test_fuzz)
 {
-    ctrl_msg_t m[MAX_MSGS], d;
-    ctrl_buf_t out, again;
+    hixl_msg_t m[MAX_MSGS], d;
+    hixl_msg_buf_t out, again;
     uint64_t rng = 12345;
     uint8_t *buf, *copy;
     size_t n, it, k, len, consumed;
     char err[256];
-    ctrl_decode_result_t res;
+    hixl_msg_decode_result_t res;
 
     setup_big();
     n = make_msgs(m, 1);
     for (it = 0; it < 30000; ++it) {
-        const ctrl_msg_t *src = &m[hx_rand(&rng) % n];
+        const hixl_msg_t *src = &m[hx_rand(&rng) % n];
 
         memset(&out, 0, sizeof(out));
         encode(&out, src);

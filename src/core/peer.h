@@ -81,7 +81,7 @@ struct hixl_peer {
                                                the name (ctrl/accept.c) */
     uint64_t              conn_id;      /* the listener's id of it */
     struct hixl_chan     *chan;         /* outgoing: its channel */
-    ctrl_conn_t           conn;
+    hixl_conn_t           conn;
     ucp_ep_h              ep;
     hixl_epf_t           *epf;          /* with the endpoint */
     hixl_ep_err_t        *ep_err;       /* what UCX reported on it */

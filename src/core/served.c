@@ -130,7 +130,7 @@ void hixl_served_ack(hixl_engine_t *engine, uint64_t id,
                      const hixl_am_hdr_t *h, hixl_status_t status)
 {
     hixl_served_slot_t *slot;
-    ctrl_msg_t msg;
+    hixl_msg_t msg;
 
     memset(&msg, 0, sizeof(msg));
     msg.type                = CTRL_DATA_ACK;

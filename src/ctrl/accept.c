@@ -129,15 +129,15 @@ static int hixl_conn_alive(hixl_peer_t *peer)
 static int hixl_refuse_hello(hixl_engine_t *engine, hixl_peer_t *peer,
                              hixl_status_t status, const char *reason)
 {
-    ctrl_msg_t ack;
+    hixl_msg_t ack;
 
     hixl_log_info("refusing a connection: %s", reason);
     memset(&ack, 0, sizeof(ack));
     ack.type               = CTRL_HELLO_ACK;
     ack.u.hello_ack.status = (uint32_t)status;
-    ack.u.hello_ack.name   = ctrl_bytes(engine->name.canon,
+    ack.u.hello_ack.name   = hixl_msg_bytes(engine->name.canon,
                                         strlen(engine->name.canon));
-    ack.u.hello_ack.reason = ctrl_bytes(reason, strlen(reason));
+    ack.u.hello_ack.reason = hixl_msg_bytes(reason, strlen(reason));
     hixl_ctrl_send(peer, &ack);
     hixl_peer_close(engine, peer, status, "%s", reason);
     return 1;
@@ -150,16 +150,16 @@ static hixl_status_t hixl_send_hello_ack(hixl_engine_t *engine,
 {
     struct hixl_handshake *hs = peer->hs;
     uint8_t proof[HIXL_AUTH_MAC_LEN];
-    ctrl_msg_t ack;
+    hixl_msg_t ack;
 
     memset(&ack, 0, sizeof(ack));
     ack.type                    = CTRL_HELLO_ACK;
     ack.u.hello_ack.status      = HIXL_SUCCESS;
-    ack.u.hello_ack.name        = ctrl_bytes(engine->name.canon,
+    ack.u.hello_ack.name        = hixl_msg_bytes(engine->name.canon,
                                              strlen(engine->name.canon));
-    ack.u.hello_ack.worker_addr = ctrl_bytes(engine->worker_addr,
+    ack.u.hello_ack.worker_addr = hixl_msg_bytes(engine->worker_addr,
                                              engine->worker_addr_len);
-    ack.u.hello_ack.host        = ctrl_bytes(engine->host_id,
+    ack.u.hello_ack.host        = hixl_msg_bytes(engine->host_id,
                                              strlen(engine->host_id));
     ack.u.hello_ack.max_streams = engine->opts.max_streams;
     ack.u.hello_ack.max_layers  = engine->opts.max_layers;
@@ -167,7 +167,8 @@ static hixl_status_t hixl_send_hello_ack(hixl_engine_t *engine,
     ack.u.hello_ack.pid         = hs->same_host ? (uint32_t)getpid() : 0;
     if (hixl_ctrl_random(hs->resume, sizeof(hs->resume)) == HIXL_SUCCESS) {
         hs->has_resume            = 1;
-        ack.u.hello_ack.resume    = ctrl_bytes(hs->resume, sizeof(hs->resume));
+        ack.u.hello_ack.resume    = hixl_msg_bytes(hs->resume,
+                                                   sizeof(hs->resume));
     }
     if (hs->auth_state == HIXL_AUTH_DONE) {
         if (hixl_auth_mac(engine->opts.secret, "listener", hs->nonce_remote,
@@ -175,7 +176,7 @@ static hixl_status_t hixl_send_hello_ack(hixl_engine_t *engine,
                           proof) != HIXL_SUCCESS) {
             return HIXL_FAILED;
         }
-        ack.u.hello_ack.proof = ctrl_bytes(proof, sizeof(proof));
+        ack.u.hello_ack.proof = hixl_msg_bytes(proof, sizeof(proof));
     }
     return hixl_ctrl_send(peer, &ack);
 }
@@ -253,7 +254,7 @@ static int hixl_handshake_accept(hixl_engine_t *engine, hixl_peer_t *peer)
     struct hixl_handshake *hs = peer->hs;
     uint64_t instance;
     char reason[512];
-    ctrl_msg_t end;
+    hixl_msg_t end;
 
     if (hixl_handshake_replace(engine, peer, &instance)) {
         return 1;
@@ -291,7 +292,7 @@ static int hixl_handshake_accept(hixl_engine_t *engine, hixl_peer_t *peer)
 }
 
 static int hixl_on_hello(hixl_engine_t *engine, hixl_peer_t *peer,
-                         const ctrl_msg_t *msg)
+                         const hixl_msg_t *msg)
 {
     struct hixl_handshake *hs = peer->hs;
     char text[CTRL_MAX_NAME + 1], reason[512];
@@ -338,7 +339,7 @@ static int hixl_on_hello(hixl_engine_t *engine, hixl_peer_t *peer,
 
 /* The connector's proof of the secret. */
 static int hixl_on_auth_response(hixl_engine_t *engine, hixl_peer_t *peer,
-                                 const ctrl_msg_t *msg)
+                                 const hixl_msg_t *msg)
 {
     struct hixl_handshake *hs = peer->hs;
     uint8_t mac[HIXL_AUTH_MAC_LEN];

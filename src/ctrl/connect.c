@@ -23,10 +23,10 @@
 
 /* The listener challenged us: prove the secret. */
 static int hixl_on_auth_challenge(hixl_engine_t *engine, hixl_peer_t *peer,
-                                  const ctrl_msg_t *msg)
+                                  const hixl_msg_t *msg)
 {
     struct hixl_handshake *hs = peer->hs;
-    const ctrl_bytes_t *data  = &msg->u.auth.data;
+    const hixl_msg_bytes_t *data  = &msg->u.auth.data;
     uint8_t mac[HIXL_AUTH_MAC_LEN];
 
     if ((hs->auth_state != HIXL_AUTH_NONE) ||
@@ -55,7 +55,7 @@ static int hixl_on_auth_challenge(hixl_engine_t *engine, hixl_peer_t *peer,
 
 /* With a secret, the listener must have proven it too. */
 static int hixl_check_proof(hixl_engine_t *engine, hixl_peer_t *peer,
-                            const ctrl_msg_t *msg)
+                            const hixl_msg_t *msg)
 {
     struct hixl_handshake *hs = peer->hs;
     uint8_t want[HIXL_AUTH_MAC_LEN];
@@ -86,7 +86,7 @@ static int hixl_check_proof(hixl_engine_t *engine, hixl_peer_t *peer,
  * (core/cma.h): same host, a transport list that allows it, and the pid it
  * gave really is the listener. */
 static void hixl_connect_cma(hixl_engine_t *engine, hixl_peer_t *peer,
-                             const ctrl_msg_t *msg)
+                             const hixl_msg_t *msg)
 {
     static const char *const cma[] = {"cma", "sm"};
     int err;
@@ -112,11 +112,11 @@ static void hixl_connect_cma(hixl_engine_t *engine, hixl_peer_t *peer,
 }
 
 static int hixl_on_hello_ack(hixl_engine_t *engine, hixl_peer_t *peer,
-                             const ctrl_msg_t *msg)
+                             const hixl_msg_t *msg)
 {
-    const ctrl_bytes_t *name = &msg->u.hello_ack.name;
+    const hixl_msg_bytes_t *name = &msg->u.hello_ack.name;
     hixl_status_t status     = (hixl_status_t)msg->u.hello_ack.status;
-    const ctrl_bytes_t *host = &msg->u.hello_ack.host;
+    const hixl_msg_bytes_t *host = &msg->u.hello_ack.host;
 
     if (peer->ep != NULL) {
         return hixl_ctrl_protocol_error(engine, peer, msg, "out of order");
@@ -159,7 +159,7 @@ static int hixl_on_hello_ack(hixl_engine_t *engine, hixl_peer_t *peer,
 
 /* The listener's initial region table is complete: the connection is up. */
 static int hixl_on_table_end(hixl_engine_t *engine, hixl_peer_t *peer,
-                             const ctrl_msg_t *msg)
+                             const hixl_msg_t *msg)
 {
     if (peer->ep == NULL) {
         return hixl_ctrl_protocol_error(engine, peer, msg, "out of order");
@@ -173,7 +173,7 @@ static int hixl_on_table_end(hixl_engine_t *engine, hixl_peer_t *peer,
 
 /* The listener's answer to a library WRITE (core/am_data.h). */
 static int hixl_on_data_ack(hixl_engine_t *engine, hixl_peer_t *peer,
-                            const ctrl_msg_t *msg)
+                            const hixl_msg_t *msg)
 {
     hixl_am_hdr_t h;
 
@@ -253,17 +253,17 @@ static hixl_status_t hixl_send_hello(hixl_engine_t *engine, hixl_peer_t *peer)
     uint8_t resume[HIXL_RESUME_LEN];
     hixl_status_t status;
     uint64_t instance;
-    ctrl_msg_t hello;
+    hixl_msg_t hello;
 
     memset(&hello, 0, sizeof(hello));
     hello.type             = CTRL_HELLO;
-    hello.u.hello.name     = ctrl_bytes(engine->name.canon,
+    hello.u.hello.name     = hixl_msg_bytes(engine->name.canon,
                                         strlen(engine->name.canon));
     if (hixl_ended_resume(&engine->ctrl->ended, peer->name, 1, resume,
                           &instance)) {
-        hello.u.hello.resume = ctrl_bytes(resume, sizeof(resume));
+        hello.u.hello.resume = hixl_msg_bytes(resume, sizeof(resume));
     }
-    hello.u.hello.host     = ctrl_bytes(engine->host_id,
+    hello.u.hello.host     = hixl_msg_bytes(engine->host_id,
                                         strlen(engine->host_id));
     hello.u.hello.flags    = engine->listening ? HIXL_HELLO_FLAG_LISTENING : 0;
     if (engine->opts.secret[0] != '\0') {
@@ -271,9 +271,10 @@ static hixl_status_t hixl_send_hello(hixl_engine_t *engine, hixl_peer_t *peer)
         if (status != HIXL_SUCCESS) {
             return status;
         }
-        hello.u.hello.nonce = ctrl_bytes(hs->nonce_local, HIXL_AUTH_NONCE_LEN);
+        hello.u.hello.nonce = hixl_msg_bytes(hs->nonce_local,
+                                             HIXL_AUTH_NONCE_LEN);
     }
-    hello.u.hello.worker_addr = ctrl_bytes(engine->worker_addr,
+    hello.u.hello.worker_addr = hixl_msg_bytes(engine->worker_addr,
                                            engine->worker_addr_len);
     return hixl_ctrl_send(peer, &hello);
 }

@@ -62,11 +62,11 @@ int hixl_ctrl_token_eq(const uint8_t *a, const uint8_t *b, size_t len)
 void hixl_ctrl_send_auth(hixl_peer_t *peer, uint16_t type, const void *data,
                          size_t len, int state)
 {
-    ctrl_msg_t msg;
+    hixl_msg_t msg;
 
     memset(&msg, 0, sizeof(msg));
     msg.type             = type;
-    msg.u.auth.data      = ctrl_bytes(data, len);
+    msg.u.auth.data      = hixl_msg_bytes(data, len);
     peer->hs->auth_state = state;
     hixl_ctrl_send(peer, &msg);
 }
@@ -78,14 +78,14 @@ static void hixl_ctrl_peer_closing(hixl_engine_t *engine, hixl_peer_t *peer)
 {
     const uint8_t *resume = ((peer->hs != NULL) && peer->hs->has_resume) ?
                             peer->hs->resume : NULL;
-    ctrl_msg_t bye;
+    hixl_msg_t bye;
 
     hixl_ended_record(&engine->ctrl->ended, peer,
                       (peer->hs != NULL) && peer->hs->app_owned, resume);
     memset(&bye, 0, sizeof(bye));
     bye.type         = CTRL_BYE;
     bye.u.bye.status = (uint32_t)peer->close_status;
-    bye.u.bye.reason = ctrl_bytes(peer->close_reason,
+    bye.u.bye.reason = hixl_msg_bytes(peer->close_reason,
                                   strlen(peer->close_reason));
     hixl_ctrl_send(peer, &bye);
 }

@@ -24,7 +24,7 @@ void hixl_ctrl_handle(hixl_engine_t *engine, uint16_t type, hixl_ctrl_fn_t fn,
 }
 
 int hixl_ctrl_protocol_error(hixl_engine_t *engine, hixl_peer_t *peer,
-                             const ctrl_msg_t *msg, const char *why)
+                             const hixl_msg_t *msg, const char *why)
 {
     hixl_log_warn("dropping %s: protocol error: %s %s", peer->name[0] ?
                   peer->name : "a connection in handshake",
@@ -55,7 +55,7 @@ static const char *hixl_ctrl_illegal(const hixl_ctrl_rule_t *rule,
     return NULL;
 }
 
-static int hixl_ctrl_dispatch(void *arg, const ctrl_msg_t *msg)
+static int hixl_ctrl_dispatch(void *arg, const hixl_msg_t *msg)
 {
     hixl_dispatch_ctx_t *ctx = arg;
     hixl_engine_t *engine    = ctx->engine;
@@ -127,7 +127,7 @@ void hixl_ctrl_event(hixl_engine_t *engine, uint64_t serial, uint32_t events)
 }
 
 static int hixl_ctrl_on_bye(hixl_engine_t *engine, hixl_peer_t *peer,
-                            const ctrl_msg_t *msg)
+                            const hixl_msg_t *msg)
 {
     peer->end = HIXL_PEER_END_ORDERLY;   /* it said goodbye: alive */
     hixl_peer_close(engine, peer, HIXL_FAILED, "%s closed the connection: "

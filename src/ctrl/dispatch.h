@@ -15,7 +15,7 @@
 /* Handle msg from peer (engine->lock held).  Non-zero when the handler
  * closed the peer (reading its connection stops). */
 typedef int (*hixl_ctrl_fn_t)(hixl_engine_t *engine, hixl_peer_t *peer,
-                              const ctrl_msg_t *msg);
+                              const hixl_msg_t *msg);
 
 /* Where a message is legal: on which side's peers, in which state. */
 enum {
@@ -38,11 +38,11 @@ void hixl_ctrl_handle(hixl_engine_t *engine, uint16_t type, hixl_ctrl_fn_t fn,
 
 /* Close peer for a protocol error in msg; returns 1 (a handler's result). */
 int hixl_ctrl_protocol_error(hixl_engine_t *engine, hixl_peer_t *peer,
-                             const ctrl_msg_t *msg, const char *why);
+                             const hixl_msg_t *msg, const char *why);
 
 /* Send msg on peer's control connection (FAILED when it is closed). */
 static inline hixl_status_t hixl_ctrl_send(hixl_peer_t *peer,
-                                           const ctrl_msg_t *msg)
+                                           const hixl_msg_t *msg)
 {
     return hixl_conn_send(&peer->conn, msg);
 }

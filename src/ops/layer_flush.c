@@ -68,7 +68,7 @@ static void hixl_layer_flush_free(hixl_layer_flush_t *f)
 static void hixl_layer_send(void *arg)
 {
     hixl_layer_flush_t *f = arg;
-    ctrl_msg_t msg;
+    hixl_msg_t msg;
 
     memset(&msg, 0, sizeof(msg));
     msg.type           = CTRL_LAYER;

@@ -213,7 +213,7 @@ static const hixl_peer_hooks_t hixl_layer_wait_hooks = {
 };
 
 static int hixl_on_layer(hixl_engine_t *engine, hixl_peer_t *peer,
-                         const ctrl_msg_t *msg)
+                         const hixl_msg_t *msg)
 {
     uint32_t stream = msg->u.layer.stream, layer = msg->u.layer.layer;
     uint64_t gen    = msg->u.layer.gen;

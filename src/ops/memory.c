@@ -46,7 +46,7 @@ struct hixl_mem_peer {
 static hixl_status_t hixl_mem_send_add(hixl_peer_t *peer,
                                        const hixl_region_t *region)
 {
-    ctrl_msg_t msg;
+    hixl_msg_t msg;
 
     memset(&msg, 0, sizeof(msg));
     msg.type               = CTRL_MEM_ADD;
@@ -54,9 +54,9 @@ static hixl_status_t hixl_mem_send_add(hixl_peer_t *peer,
     msg.u.mem_add.addr     = region->range.addr;
     msg.u.mem_add.len      = region->range.len;
     msg.u.mem_add.mem_type = (uint32_t)region->type;
-    msg.u.mem_add.rkey     = ctrl_bytes(region->rkey_buf, region->rkey_len);
+    msg.u.mem_add.rkey     = hixl_msg_bytes(region->rkey_buf, region->rkey_len);
     if (region->dev != NULL) {
-        msg.u.mem_add.dev_key = ctrl_bytes(region->dev->key,
+        msg.u.mem_add.dev_key = hixl_msg_bytes(region->dev->key,
                                            region->dev->key_len);
     }
     return hixl_ctrl_send(peer, &msg);
@@ -409,7 +409,7 @@ static unsigned hixl_revoke(hixl_engine_t *engine, hixl_region_t *region,
 {
     hixl_revoke_wait_t wait = {engine, ++engine->memory->next_token};
     hixl_peer_t *peer, *next;
-    ctrl_msg_t del, sync;
+    hixl_msg_t del, sync;
     unsigned silent = 0;
 
     memset(&del, 0, sizeof(del));
@@ -591,7 +591,7 @@ static hixl_rpath_t hixl_rregion_path(hixl_engine_t *engine,
 
 /* MEM_ADD: a region the listener registered (and its composite key). */
 static int hixl_on_mem_add(hixl_engine_t *engine, hixl_peer_t *peer,
-                           const ctrl_msg_t *msg)
+                           const hixl_msg_t *msg)
 {
     uint64_t addr = msg->u.mem_add.addr, len = msg->u.mem_add.len;
     hixl_rregion_t *rr;
@@ -671,7 +671,7 @@ refuse:
 
 /* MEM_DEL: the listener revokes a region. */
 static int hixl_on_mem_del(hixl_engine_t *engine, hixl_peer_t *peer,
-                           const ctrl_msg_t *msg)
+                           const hixl_msg_t *msg)
 {
     if (hixl_rtable_revoke(engine, &peer->rtab, msg->u.mem_del.id,
                            msg->u.mem_del.addr) != HIXL_SUCCESS) {
@@ -701,7 +701,7 @@ typedef struct hixl_sync_reply {
 
 static void hixl_send_sync_ack(hixl_peer_t *peer, uint64_t token)
 {
-    ctrl_msg_t msg;
+    hixl_msg_t msg;
 
     memset(&msg, 0, sizeof(msg));
     msg.type         = CTRL_SYNC_ACK;
@@ -733,7 +733,7 @@ static void hixl_sync_flushed(hixl_epf_waiter_t *w, ucs_status_t ustatus)
 }
 
 static int hixl_on_sync(hixl_engine_t *engine, hixl_peer_t *peer,
-                        const ctrl_msg_t *msg)
+                        const hixl_msg_t *msg)
 {
     hixl_sync_reply_t *reply;
 
@@ -759,7 +759,7 @@ static int hixl_on_sync(hixl_engine_t *engine, hixl_peer_t *peer,
 }
 
 static int hixl_on_sync_ack(hixl_engine_t *engine, hixl_peer_t *peer,
-                            const ctrl_msg_t *msg)
+                            const hixl_msg_t *msg)
 {
     if (msg->u.sync.token > peer->mem->sync_acked) {
         peer->mem->sync_acked = msg->u.sync.token;
@@ -786,7 +786,7 @@ hixl_status_t hixl_memory_refresh(hixl_engine_t *engine, hixl_peer_t *peer,
 {
     hixl_refresh_wait_t w = {peer, ++engine->memory->next_token};
     hixl_status_t status;
-    ctrl_msg_t msg;
+    hixl_msg_t msg;
 
     memset(&msg, 0, sizeof(msg));
     msg.type         = CTRL_SYNC;

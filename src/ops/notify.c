@@ -48,9 +48,10 @@ struct hixl_notify_peer {
 /* Queue a received notify; returns the status the sender is told. */
 static hixl_status_t hixl_notify_enqueue(hixl_engine_t *engine,
                                          const char *remote,
-                                         const ctrl_msg_t *msg)
+                                         const hixl_msg_t *msg)
 {
-    const ctrl_bytes_t *name = &msg->u.notify.name, *body = &msg->u.notify.msg;
+    const hixl_msg_bytes_t *name = &msg->u.notify.name;
+    const hixl_msg_bytes_t *body = &msg->u.notify.msg;
     struct hixl_notifies *q  = engine->notifies;
     hixl_notify_node_t *node;
     char *p;
@@ -99,10 +100,10 @@ static hixl_status_t hixl_notify_enqueue(hixl_engine_t *engine,
 }
 
 static int hixl_on_notify(hixl_engine_t *engine, hixl_peer_t *peer,
-                          const ctrl_msg_t *msg)
+                          const hixl_msg_t *msg)
 {
     hixl_status_t status = hixl_notify_enqueue(engine, peer->name, msg);
-    ctrl_msg_t ack;
+    hixl_msg_t ack;
 
     memset(&ack, 0, sizeof(ack));
     ack.type                = CTRL_NOTIFY_ACK;
@@ -143,14 +144,15 @@ hixl_status_t hixl_notify_check(const hixl_engine_t *engine,
 /* Every byte of req landed: send its notify (req->after_data). */
 static void hixl_notify_send_after_data(hixl_request_t *req)
 {
-    ctrl_msg_t msg;
+    hixl_msg_t msg;
     int one = 1;
 
     memset(&msg, 0, sizeof(msg));
     msg.type          = CTRL_NOTIFY;
     msg.u.notify.seq  = HIXL_SEQ_XFER | req->handle;
-    msg.u.notify.name = ctrl_bytes(req->notify_name, strlen(req->notify_name));
-    msg.u.notify.msg  = ctrl_bytes(req->notify_msg, req->notify_len);
+    msg.u.notify.name = hixl_msg_bytes(req->notify_name,
+                                       strlen(req->notify_name));
+    msg.u.notify.msg  = hixl_msg_bytes(req->notify_msg, req->notify_len);
 
     atomic_fetch_add(&req->pending, 1);   /* held until the answer */
     atomic_store(&req->await_ack, 1);
@@ -203,7 +205,7 @@ static void hixl_notify_xfer_acked(hixl_engine_t *engine, uint64_t seq,
 }
 
 static int hixl_on_notify_ack(hixl_engine_t *engine, hixl_peer_t *peer,
-                              const ctrl_msg_t *msg)
+                              const hixl_msg_t *msg)
 {
     uint64_t seq = msg->u.notify_ack.seq;
     hixl_notify_waiter_t **pp, *w;
@@ -329,7 +331,7 @@ hixl_status_t hixl_send_notify(hixl_engine_t *engine, const char *remote,
     hixl_notify_waiter_t waiter;
     hixl_peer_t *peer;
     hixl_status_t status;
-    ctrl_msg_t msg;
+    hixl_msg_t msg;
 
     status = hixl_check_remote(engine, remote);
     if (status == HIXL_SUCCESS) {
@@ -352,8 +354,8 @@ hixl_status_t hixl_send_notify(hixl_engine_t *engine, const char *remote,
     memset(&msg, 0, sizeof(msg));
     msg.type          = CTRL_NOTIFY;
     msg.u.notify.seq  = waiter.seq;
-    msg.u.notify.name = ctrl_bytes(notify->name, strlen(notify->name));
-    msg.u.notify.msg  = ctrl_bytes(notify->msg, notify->msg_len);
+    msg.u.notify.name = hixl_msg_bytes(notify->name, strlen(notify->name));
+    msg.u.notify.msg  = hixl_msg_bytes(notify->msg, notify->msg_len);
     status = hixl_ctrl_send(peer, &msg);
     if (status != HIXL_SUCCESS) {
         status = hixl_error(HIXL_FAILED, "notify to %s: %s", peer->name,

@@ -52,7 +52,7 @@ void hixl_sock_setup(int fd, int peer_timeout_ms)
     setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof(ut));
 }
 
-void hixl_conn_init(ctrl_conn_t *conn, int fd)
+void hixl_conn_init(hixl_conn_t *conn, int fd)
 {
     memset(conn, 0, sizeof(*conn));
     conn->fd   = fd;
@@ -60,7 +60,7 @@ void hixl_conn_init(ctrl_conn_t *conn, int fd)
     pthread_mutex_init(&conn->tx_lock, NULL);
 }
 
-void hixl_conn_cleanup(ctrl_conn_t *conn)
+void hixl_conn_cleanup(hixl_conn_t *conn)
 {
     hixl_conn_close(conn);
     hixl_buf_cleanup(&conn->tx);
@@ -69,7 +69,7 @@ void hixl_conn_cleanup(ctrl_conn_t *conn)
     pthread_mutex_destroy(&conn->tx_lock);
 }
 
-hixl_status_t hixl_conn_watch(ctrl_conn_t *conn, int epfd, uint64_t ep_data)
+hixl_status_t hixl_conn_watch(hixl_conn_t *conn, int epfd, uint64_t ep_data)
 {
     struct epoll_event ev;
 
@@ -91,7 +91,7 @@ hixl_status_t hixl_conn_watch(ctrl_conn_t *conn, int epfd, uint64_t ep_data)
     return HIXL_SUCCESS;
 }
 
-void hixl_conn_close(ctrl_conn_t *conn)
+void hixl_conn_close(hixl_conn_t *conn)
 {
     /* Under tx_lock, so a sender racing with the close either wrote before
      * it or sees `closed`: never a write to a recycled descriptor. */
@@ -108,7 +108,7 @@ void hixl_conn_close(ctrl_conn_t *conn)
 }
 
 /* Arm or disarm EPOLLOUT to match the queue.  Called with tx_lock held. */
-static void ctrl_conn_update_pollout(ctrl_conn_t *conn)
+static void ctrl_conn_update_pollout(hixl_conn_t *conn)
 {
     int want = (conn->tx.len > conn->tx_off);
     struct epoll_event ev;
@@ -125,7 +125,7 @@ static void ctrl_conn_update_pollout(ctrl_conn_t *conn)
 }
 
 /* Write as much of the queue as the socket takes.  tx_lock held. */
-static int ctrl_conn_write_locked(ctrl_conn_t *conn, char *err, size_t errlen)
+static int ctrl_conn_write_locked(hixl_conn_t *conn, char *err, size_t errlen)
 {
     ssize_t n;
 
@@ -159,7 +159,7 @@ static int ctrl_conn_write_locked(ctrl_conn_t *conn, char *err, size_t errlen)
     return 0;
 }
 
-hixl_status_t hixl_conn_send(ctrl_conn_t *conn, const ctrl_msg_t *msg)
+hixl_status_t hixl_conn_send(hixl_conn_t *conn, const hixl_msg_t *msg)
 {
     hixl_status_t status;
     char err[128];
@@ -187,7 +187,7 @@ out:
     return status;
 }
 
-int hixl_conn_flush(ctrl_conn_t *conn, char *err, size_t errlen)
+int hixl_conn_flush(hixl_conn_t *conn, char *err, size_t errlen)
 {
     int rc = 0;
 
@@ -199,14 +199,14 @@ int hixl_conn_flush(ctrl_conn_t *conn, char *err, size_t errlen)
     return rc;
 }
 
-void hixl_conn_expect(ctrl_conn_t *conn, uint64_t types)
+void hixl_conn_expect(hixl_conn_t *conn, uint64_t types)
 {
     conn->rx_types = types;
 }
 
 /* With a restricted set of types: refuse the message whose header is at
  * rx[off] (complete) if its type or its length is not allowed. */
-static int ctrl_conn_gate(const ctrl_conn_t *conn, size_t off, char *err,
+static int ctrl_conn_gate(const hixl_conn_t *conn, size_t off, char *err,
                           size_t errlen)
 {
     const uint8_t *h = conn->rx + off;
@@ -232,11 +232,11 @@ static int ctrl_conn_gate(const ctrl_conn_t *conn, size_t off, char *err,
     return 0;
 }
 
-int hixl_conn_receive(ctrl_conn_t *conn, ctrl_msg_handler_t handler,
+int hixl_conn_receive(hixl_conn_t *conn, hixl_msg_handler_t handler,
                       void *arg, char *err, size_t errlen)
 {
-    ctrl_decode_result_t res;
-    ctrl_msg_t msg;
+    hixl_msg_decode_result_t res;
+    hixl_msg_t msg;
     size_t consumed, off, want;
     uint8_t *rx;
     ssize_t n;

@@ -16,12 +16,12 @@
 /* Queued bytes beyond which a peer that does not read is given up on. */
 #define CTRL_TX_MAX (256u * 1024 * 1024)
 
-typedef struct ctrl_conn {
+typedef struct hixl_conn {
     int             fd;
     int             epfd;      /* epoll set the fd is in, -1 if none */
     uint64_t        ep_data;   /* epoll_event.data.u64 of the fd */
     pthread_mutex_t tx_lock;   /* tx, tx_off, pollout, closed */
-    ctrl_buf_t      tx;
+    hixl_msg_buf_t      tx;
     size_t          tx_off;    /* bytes of tx already written */
     int             pollout;   /* EPOLLOUT armed */
     int             closed;
@@ -33,39 +33,39 @@ typedef struct ctrl_conn {
      * before its payload is read (a peer that has not proven itself
      * cannot make this side buffer megabytes) */
     uint64_t        rx_types;
-} ctrl_conn_t;
+} hixl_conn_t;
 
 /* Accept only these message types from now on (a mask of bits
  * 1 << type; 0: every type, at any length up to CTRL_MAX_PAYLOAD). */
-void hixl_conn_expect(ctrl_conn_t *conn, uint64_t types);
+void hixl_conn_expect(hixl_conn_t *conn, uint64_t types);
 
 /* Return 0 to go on with the next message, non-zero to stop (the handler
  * found the connection must end; it must not free the connection). */
-typedef int (*ctrl_msg_handler_t)(void *arg, const ctrl_msg_t *msg);
+typedef int (*hixl_msg_handler_t)(void *arg, const hixl_msg_t *msg);
 
-void hixl_conn_init(ctrl_conn_t *conn, int fd);
+void hixl_conn_init(hixl_conn_t *conn, int fd);
 
 /* Close the socket (if open) and free the buffers. */
-void hixl_conn_cleanup(ctrl_conn_t *conn);
+void hixl_conn_cleanup(hixl_conn_t *conn);
 
 /* Add the socket to an epoll set for input (and output while queued). */
-hixl_status_t hixl_conn_watch(ctrl_conn_t *conn, int epfd, uint64_t ep_data);
+hixl_status_t hixl_conn_watch(hixl_conn_t *conn, int epfd, uint64_t ep_data);
 
 /* Close the socket (the peer sees EOF); later sends fail. */
-void hixl_conn_close(ctrl_conn_t *conn);
+void hixl_conn_close(hixl_conn_t *conn);
 
 /* Queue a message and write what the socket takes.  FAILED when closed. */
-hixl_status_t hixl_conn_send(ctrl_conn_t *conn, const ctrl_msg_t *msg);
+hixl_status_t hixl_conn_send(hixl_conn_t *conn, const hixl_msg_t *msg);
 
 /* Write queued bytes (on EPOLLOUT).  0 on success, -1 with err on error. */
-int hixl_conn_flush(ctrl_conn_t *conn, char *err, size_t errlen);
+int hixl_conn_flush(hixl_conn_t *conn, char *err, size_t errlen);
 
 /*
  * Read what the socket has and call handler for every complete message.
  * Returns 0 while the connection lives, -1 when it ended: EOF, socket error,
  * a malformed message or a handler that stopped; err says which.
  */
-int hixl_conn_receive(ctrl_conn_t *conn, ctrl_msg_handler_t handler,
+int hixl_conn_receive(hixl_conn_t *conn, hixl_msg_handler_t handler,
                       void *arg, char *err, size_t errlen);
 
 /* Listening socket bound to exactly name's address; *port_p is the port. */

@@ -22,13 +22,13 @@ typedef enum ctrl_field_kind {
 typedef struct ctrl_field {
     ctrl_field_kind_t kind;
     uint32_t          limit;    /* CTRL_F_BYTES: longest accepted */
-    size_t            offset;   /* into ctrl_msg_t */
+    size_t            offset;   /* into hixl_msg_t */
     const char       *name;
 } ctrl_field_t;
 
-#define F_U32(_t, _m)    {CTRL_F_U32, 0, offsetof(ctrl_msg_t, u._t._m), #_m}
-#define F_U64(_t, _m)    {CTRL_F_U64, 0, offsetof(ctrl_msg_t, u._t._m), #_m}
-#define F_B(_t, _m, _l)  {CTRL_F_BYTES, _l, offsetof(ctrl_msg_t, u._t._m), #_m}
+#define F_U32(_t, _m)    {CTRL_F_U32, 0, offsetof(hixl_msg_t, u._t._m), #_m}
+#define F_U64(_t, _m)    {CTRL_F_U64, 0, offsetof(hixl_msg_t, u._t._m), #_m}
+#define F_B(_t, _m, _l)  {CTRL_F_BYTES, _l, offsetof(hixl_msg_t, u._t._m), #_m}
 
 static const ctrl_field_t ctrl_f_hello[] = {
     F_B(hello, name, CTRL_MAX_NAME), F_B(hello, resume, CTRL_MAX_AUTH),
@@ -133,8 +133,8 @@ uint32_t hixl_msg_max_payload(uint16_t type)
     return (max > CTRL_MAX_PAYLOAD) ? CTRL_MAX_PAYLOAD : (uint32_t)max;
 }
 
-ctrl_decode_result_t hixl_msg_decode(const uint8_t *buf, size_t len,
-                                     ctrl_msg_t *msg, size_t *consumed,
+hixl_msg_decode_result_t hixl_msg_decode(const uint8_t *buf, size_t len,
+                                     hixl_msg_t *msg, size_t *consumed,
                                      char *err, size_t errlen)
 {
     const ctrl_field_t *f;
@@ -215,8 +215,8 @@ ctrl_decode_result_t hixl_msg_decode(const uint8_t *buf, size_t len,
             if ((size_t)(end - p) < blen) {
                 goto truncated;
             }
-            ((ctrl_bytes_t*)((char*)msg + f->offset))->ptr = p;
-            ((ctrl_bytes_t*)((char*)msg + f->offset))->len = blen;
+            ((hixl_msg_bytes_t*)((char*)msg + f->offset))->ptr = p;
+            ((hixl_msg_bytes_t*)((char*)msg + f->offset))->len = blen;
             p += blen;
             break;
         }
@@ -235,7 +235,7 @@ truncated:
     return CTRL_DECODE_ERROR;
 }
 
-static hixl_status_t ctrl_buf_reserve(ctrl_buf_t *out, size_t extra)
+static hixl_status_t ctrl_buf_reserve(hixl_msg_buf_t *out, size_t extra)
 {
     size_t cap;
     uint8_t *data;
@@ -257,10 +257,10 @@ static hixl_status_t ctrl_buf_reserve(ctrl_buf_t *out, size_t extra)
     return HIXL_SUCCESS;
 }
 
-hixl_status_t hixl_msg_encode(ctrl_buf_t *out, const ctrl_msg_t *msg)
+hixl_status_t hixl_msg_encode(hixl_msg_buf_t *out, const hixl_msg_t *msg)
 {
     const ctrl_field_t *f;
-    const ctrl_bytes_t *b;
+    const hixl_msg_bytes_t *b;
     size_t payload = 0, i;
     hixl_status_t status;
     uint8_t *p;
@@ -272,7 +272,7 @@ hixl_status_t hixl_msg_encode(ctrl_buf_t *out, const ctrl_msg_t *msg)
     for (i = 0; i < ctrl_layouts[msg->type].count; ++i) {
         f = &ctrl_layouts[msg->type].fields[i];
         if (f->kind == CTRL_F_BYTES) {
-            b = (const ctrl_bytes_t*)((const char*)msg + f->offset);
+            b = (const hixl_msg_bytes_t*)((const char*)msg + f->offset);
             if (b->len > f->limit) {
                 return hixl_error(HIXL_PARAM_INVALID, "%s.%s is %u bytes, "
                                   "limit %u", ctrl_layouts[msg->type].name,
@@ -308,7 +308,7 @@ hixl_status_t hixl_msg_encode(ctrl_buf_t *out, const ctrl_msg_t *msg)
             p += 8;
             break;
         case CTRL_F_BYTES:
-            b = (const ctrl_bytes_t*)((const char*)msg + f->offset);
+            b = (const hixl_msg_bytes_t*)((const char*)msg + f->offset);
             hixl_put_le32(p, b->len);
             if (b->len) {
                 memcpy(p + 4, b->ptr, b->len);
@@ -321,7 +321,7 @@ hixl_status_t hixl_msg_encode(ctrl_buf_t *out, const ctrl_msg_t *msg)
     return HIXL_SUCCESS;
 }
 
-void hixl_buf_cleanup(ctrl_buf_t *buf)
+void hixl_buf_cleanup(hixl_msg_buf_t *buf)
 {
     free(buf->data);
     buf->data = NULL;

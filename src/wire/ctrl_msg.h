@@ -37,7 +37,7 @@
 #define CTRL_MAX_NOTIFY   (16 * 1024 * 1024)
 #define CTRL_MAX_PAYLOAD  (CTRL_MAX_NOTIFY + 4096)
 
-typedef enum ctrl_msg_type {
+typedef enum hixl_msg_type {
     CTRL_HELLO = 1,   /* connector -> listener: who I am */
     CTRL_HELLO_ACK,   /* listener -> connector: accepted or refused */
     CTRL_MEM_ADD,     /* listener -> connector: a region and its rkey */
@@ -55,42 +55,43 @@ typedef enum ctrl_msg_type {
     CTRL_DATA_ACK,       /* listener -> connector: the bytes of a library
                             WRITE are in memory, or why not */
     CTRL_MSG_TYPE_LAST
-} ctrl_msg_type_t;
+} hixl_msg_type_t;
 
-typedef struct ctrl_bytes {
+typedef struct hixl_msg_bytes {
     const uint8_t *ptr;
     uint32_t       len;
-} ctrl_bytes_t;
+} hixl_msg_bytes_t;
 
-typedef struct ctrl_msg {
+typedef struct hixl_msg {
     uint16_t type;
     union {
         struct {
-            ctrl_bytes_t name;         /* sender's engine name */
-            ctrl_bytes_t resume;       /* the token this listener issued to
+            hixl_msg_bytes_t name;         /* sender's engine name */
+            hixl_msg_bytes_t resume;       /* the token this listener issued to
                                           the sender's previous connection
                                           (ctrl/ctrl.h), or empty */
-            ctrl_bytes_t host;         /* host identity (boot id) */
+            hixl_msg_bytes_t host;         /* host identity (boot id) */
             uint32_t     flags;
-            ctrl_bytes_t worker_addr;  /* sender's UCX worker address */
-            ctrl_bytes_t nonce;        /* for authentication (auth.h) */
+            hixl_msg_bytes_t worker_addr;  /* sender's UCX worker address */
+            hixl_msg_bytes_t nonce;        /* for authentication (auth.h) */
         } hello;
         struct {
             uint32_t     status;       /* hixl_status_t */
-            ctrl_bytes_t name;         /* listener's engine name */
-            ctrl_bytes_t reason;       /* why, when refused */
-            ctrl_bytes_t worker_addr;
-            ctrl_bytes_t host;         /* host identity (boot id) */
+            hixl_msg_bytes_t name;         /* listener's engine name */
+            hixl_msg_bytes_t reason;       /* why, when refused */
+            hixl_msg_bytes_t worker_addr;
+            hixl_msg_bytes_t host;         /* host identity (boot id) */
             uint32_t     max_streams;  /* layer signals it accepts */
             uint32_t     max_layers;
-            ctrl_bytes_t proof;        /* listener's MAC, when authenticated */
+            hixl_msg_bytes_t proof;        /* listener's MAC, when
+                                          authenticated */
             uint64_t     conn;         /* the connection's id: BIND names it
                                           (core/served.h) */
             /* same-host copies (core/cma.h): the listener's process, sent
              * only to a connector of the same host, which then asks the
              * kernel whether that process holds the other end */
             uint32_t     pid;
-            ctrl_bytes_t resume;       /* issued to this connection only:
+            hixl_msg_bytes_t resume;       /* issued to this connection only:
                                           proves a reconnect is the same
                                           engine (ctrl/ctrl.h) */
         } hello_ack;
@@ -99,9 +100,9 @@ typedef struct ctrl_msg {
             uint64_t     addr;
             uint64_t     len;
             uint32_t     mem_type;
-            ctrl_bytes_t rkey;         /* UCX part: empty for device memory
+            hixl_msg_bytes_t rkey;         /* UCX part: empty for device memory
                                           that is not NIC-registered */
-            ctrl_bytes_t dev_key;      /* device part (dev_key.h): empty
+            hixl_msg_bytes_t dev_key;      /* device part (dev_key.h): empty
                                           for host memory */
         } mem_add;
         struct {
@@ -114,8 +115,8 @@ typedef struct ctrl_msg {
         struct {
             uint64_t     seq;
             uint32_t     flags;
-            ctrl_bytes_t name;
-            ctrl_bytes_t msg;
+            hixl_msg_bytes_t name;
+            hixl_msg_bytes_t msg;
         } notify;
         struct {
             uint64_t seq;
@@ -128,10 +129,10 @@ typedef struct ctrl_msg {
         } layer;
         struct {
             uint32_t     status;
-            ctrl_bytes_t reason;
+            hixl_msg_bytes_t reason;
         } bye;
         struct {
-            ctrl_bytes_t data;         /* AUTH_CHALLENGE: nonce;
+            hixl_msg_bytes_t data;         /* AUTH_CHALLENGE: nonce;
                                           AUTH_RESPONSE: MAC */
         } auth;
         struct {
@@ -143,20 +144,20 @@ typedef struct ctrl_msg {
             uint32_t status;           /* hixl_status_t */
         } data_ack;
     } u;
-} ctrl_msg_t;
+} hixl_msg_t;
 
-typedef enum ctrl_decode_result {
+typedef enum hixl_msg_decode_result {
     CTRL_DECODE_OK,
     CTRL_DECODE_NEED_MORE,   /* a message has started but is incomplete */
     CTRL_DECODE_ERROR        /* malformed: the connection must be dropped */
-} ctrl_decode_result_t;
+} hixl_msg_decode_result_t;
 
 /* Growable output buffer. */
-typedef struct ctrl_buf {
+typedef struct hixl_msg_buf {
     uint8_t *data;
     size_t   len;
     size_t   cap;
-} ctrl_buf_t;
+} hixl_msg_buf_t;
 
 /* The longest payload a message of this type can have (every bytes field
  * at its limit), or 0 for no such type. */
@@ -164,21 +165,21 @@ uint32_t hixl_msg_max_payload(uint16_t type);
 
 /* Decode the message at the start of buf.  On OK, *consumed is its length.
  * On ERROR, err (errlen bytes) says what is wrong. */
-ctrl_decode_result_t hixl_msg_decode(const uint8_t *buf, size_t len,
-                                     ctrl_msg_t *msg, size_t *consumed,
+hixl_msg_decode_result_t hixl_msg_decode(const uint8_t *buf, size_t len,
+                                     hixl_msg_t *msg, size_t *consumed,
                                      char *err, size_t errlen);
 
 /* Append the encoding of msg to out.  RESOURCE_EXHAUSTED when out of memory,
  * PARAM_INVALID when a field exceeds its limit. */
-hixl_status_t hixl_msg_encode(ctrl_buf_t *out, const ctrl_msg_t *msg);
+hixl_status_t hixl_msg_encode(hixl_msg_buf_t *out, const hixl_msg_t *msg);
 
 const char *hixl_msg_type_name(uint16_t type);
 
-void hixl_buf_cleanup(ctrl_buf_t *buf);
+void hixl_buf_cleanup(hixl_msg_buf_t *buf);
 
-static inline ctrl_bytes_t ctrl_bytes(const void *ptr, size_t len)
+static inline hixl_msg_bytes_t hixl_msg_bytes(const void *ptr, size_t len)
 {
-    ctrl_bytes_t b = {(const uint8_t*)ptr, (uint32_t)len};
+    hixl_msg_bytes_t b = {(const uint8_t*)ptr, (uint32_t)len};
     return b;
 }
 
