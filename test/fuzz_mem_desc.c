@@ -21,26 +21,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    mem_desc_t d, again;
+    hixl_mdesc_t d, again;
     uint8_t *out;
     size_t cut;
 
-    if (mem_desc_decode(data, size, &d) != HIXL_SUCCESS) {
+    if (hixl_mdesc_decode(data, size, &d) != HIXL_SUCCESS) {
         return 0;
     }
     out = malloc(size ? size : 1);
     if ((out == NULL) ||
-        (mem_desc_size(strlen(d.owner), d.count) != size)) {
+        (hixl_mdesc_size(strlen(d.owner), d.count) != size)) {
         fprintf(stderr, "fuzz: accepted %zu bytes of another size\n", size);
         abort();
     }
-    mem_desc_encode(out, d.owner, d.regions, d.count);
+    hixl_mdesc_encode(out, d.owner, d.regions, d.count);
     if (memcmp(out, data, size) != 0) {
         fprintf(stderr, "fuzz: accepted bytes do not re-encode alike\n");
         abort();
     }
     for (cut = 0; cut < size; ++cut) {
-        if (mem_desc_decode(data, cut, &again) == HIXL_SUCCESS) {
+        if (hixl_mdesc_decode(data, cut, &again) == HIXL_SUCCESS) {
             fprintf(stderr, "fuzz: a %zu-byte prefix was accepted\n", cut);
             abort();
         }

@@ -17,53 +17,14 @@
 # name carries this process's pid; addresses live only on the veth inside
 # the namespaces; everything is deleted on exit, also on failure.
 set -u
+srcdir=${srcdir:-$(dirname "$0")}
 builddir=$(pwd)
 pd=$builddir/../bench/pd_pipeline
 [ -x "$pd" ] || { echo "SKIP: no $pd (make builds bench/ first)"; exit 77; }
-[ "$(id -u)" = 0 ] || { echo "SKIP: needs root for network namespaces"; exit 77; }
-command -v ip >/dev/null 2>&1 || { echo "SKIP: no ip (iproute2)"; exit 77; }
-command -v timeout >/dev/null 2>&1 || { echo "SKIP: no timeout (coreutils)"; exit 77; }
-
-id=$$
-nsp=hxpdP$id            # prefill's namespace
-nsd=hxpdD$id            # decode's namespace
-vp=hxvp$id              # veth ends (<= 15 characters with a 7-digit pid)
-vd=hxvd$id
-ip_p=10.77.0.1
-ip_d=10.77.0.2
 port=16000
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/it_pd_netns.XXXXXX") || exit 99
-dec_pid=
-
-cleanup() {
-    if [ -n "$dec_pid" ]; then
-        kill "$dec_pid" 2>/dev/null
-        wait "$dec_pid" 2>/dev/null
-    fi
-    # deleting a namespace deletes the veth end in it, and so the pair
-    ip netns del "$nsp" 2>/dev/null
-    ip netns del "$nsd" 2>/dev/null
-    ip link del "$vp" 2>/dev/null
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-
-if ! ip netns add "$nsp" 2>"$tmp/err"; then
-    echo "SKIP: ip netns add failed: $(cat "$tmp/err")"
-    exit 77
-fi
-ip netns add "$nsd" &&
-ip link add "$vp" type veth peer name "$vd" &&
-ip link set "$vp" netns "$nsp" &&
-ip link set "$vd" netns "$nsd" &&
-ip -n "$nsp" addr add "$ip_p/24" dev "$vp" &&
-ip -n "$nsd" addr add "$ip_d/24" dev "$vd" &&
-ip -n "$nsp" link set lo up && ip -n "$nsd" link set lo up &&
-ip -n "$nsp" link set "$vp" up && ip -n "$nsd" link set "$vd" up || {
-    echo "FAIL: could not set up the namespaces and the veth pair"
-    exit 1
-}
+ns_tag=hxpd
+ns_net=10.77.0
+. "$srcdir/netns_pair.sh"
 
 # A small cache (8 layers of 1 MiB in 32 KiB blocks): the point is the
 # exchange and the verification across hosts, not the speed.

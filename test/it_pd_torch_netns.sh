@@ -19,54 +19,15 @@ command -v "$PYTHON" >/dev/null 2>&1 ||
     { echo "SKIP: no Python interpreter ($PYTHON)"; exit 77; }
 "$PYTHON" -c "import torch" >/dev/null 2>&1 ||
     { echo "SKIP: $PYTHON cannot import torch (Debian: apt-get install python3-torch)"; exit 77; }
-[ "$(id -u)" = 0 ] || { echo "SKIP: needs root for network namespaces"; exit 77; }
-command -v ip >/dev/null 2>&1 || { echo "SKIP: no ip (iproute2)"; exit 77; }
-command -v timeout >/dev/null 2>&1 || { echo "SKIP: no timeout (coreutils)"; exit 77; }
 if [ -z "${HIXL_UCX_LIB:-}" ]; then
     HIXL_UCX_LIB=$(cd ../src/.libs 2>/dev/null && pwd)/libhixl-ucx.so.0
 fi
 PYTHONPATH=${HIXL_UCX_PYTHONPATH:-$srcdir/../python}${PYTHONPATH:+:$PYTHONPATH}
 export HIXL_UCX_LIB PYTHONPATH
-
-id=$$
-nsp=hxtP$id
-nsd=hxtD$id
-vp=hxtp$id
-vd=hxtd$id
-ip_p=10.78.0.1
-ip_d=10.78.0.2
 port=16100
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/it_pd_torch_netns.XXXXXX") || exit 99
-dec_pid=
-
-cleanup() {
-    if [ -n "$dec_pid" ]; then
-        kill "$dec_pid" 2>/dev/null
-        wait "$dec_pid" 2>/dev/null
-    fi
-    ip netns del "$nsp" 2>/dev/null
-    ip netns del "$nsd" 2>/dev/null
-    ip link del "$vp" 2>/dev/null
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-
-if ! ip netns add "$nsp" 2>"$tmp/err"; then
-    echo "SKIP: ip netns add failed: $(cat "$tmp/err")"
-    exit 77
-fi
-ip netns add "$nsd" &&
-ip link add "$vp" type veth peer name "$vd" &&
-ip link set "$vp" netns "$nsp" &&
-ip link set "$vd" netns "$nsd" &&
-ip -n "$nsp" addr add "$ip_p/24" dev "$vp" &&
-ip -n "$nsd" addr add "$ip_d/24" dev "$vd" &&
-ip -n "$nsp" link set lo up && ip -n "$nsd" link set lo up &&
-ip -n "$nsp" link set "$vp" up && ip -n "$nsd" link set "$vd" up || {
-    echo "FAIL: could not set up the namespaces and the veth pair"
-    exit 1
-}
+ns_tag=hxt
+ns_net=10.78.0
+. "$srcdir/netns_pair.sh"
 
 # small and quick; PD_TORCH_SHAPE replaces it to measure (e.g. "--layers
 # 12", pd_torch's default model)

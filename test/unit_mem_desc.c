@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const mem_desc_region_t regions[3] = {
+static const hixl_mdesc_region_t regions[3] = {
     {0x10000, 4096, 7, HIXL_MEM_HOST},
     {0x20000, 1u << 20, 8, HIXL_MEM_DEVICE},
     {0x7fff0000, 1, 9, HIXL_MEM_HOST},
@@ -20,28 +20,28 @@ static uint8_t *encoded(size_t *len)
 {
     uint8_t *buf;
 
-    *len = mem_desc_size(strlen("10.0.0.1:5000"), 3);
+    *len = hixl_mdesc_size(strlen("10.0.0.1:5000"), 3);
     buf  = malloc(*len);
     ck_assert_ptr_nonnull(buf);
-    mem_desc_encode(buf, "10.0.0.1:5000", regions, 3);
+    hixl_mdesc_encode(buf, "10.0.0.1:5000", regions, 3);
     return buf;
 }
 
 static void expect_refused(const uint8_t *buf, size_t len, const char *why)
 {
-    mem_desc_t d;
+    hixl_mdesc_t d;
 
-    hx_expect(mem_desc_decode(buf, len, &d), HIXL_PARAM_INVALID, why);
+    hx_expect(hixl_mdesc_decode(buf, len, &d), HIXL_PARAM_INVALID, why);
 }
 
 START_TEST(test_round_trip)
 {
-    mem_desc_t d;
+    hixl_mdesc_t d;
     size_t len, i;
     uint8_t *buf = encoded(&len);
 
     ck_assert_uint_eq(len, 16 + 13 + 3 * 32);
-    hx_ok(mem_desc_decode(buf, len, &d));
+    hx_ok(hixl_mdesc_decode(buf, len, &d));
     ck_assert_str_eq(d.owner, "10.0.0.1:5000");
     ck_assert_uint_eq(d.count, 3);
     for (i = 0; i < 3; ++i) {

@@ -17,14 +17,14 @@
 #include <string.h>
 
 struct hixl_remote_mem {
-    mem_desc_t desc;
+    hixl_mdesc_t desc;
 };
 
 /* Copy what handles name out of the region table (engine->lock held, as
  * deregistration may run meanwhile). */
 static hixl_status_t hixl_export_collect(hixl_engine_t *engine,
                                          const hixl_mem_handle_t *handles,
-                                         size_t n, mem_desc_region_t *out)
+                                         size_t n, hixl_mdesc_region_t *out)
 {
     const hixl_region_t *region;
     size_t i;
@@ -49,7 +49,7 @@ hixl_status_t hixl_export_mem(hixl_engine_t *engine,
                               const hixl_mem_handle_t *handles, size_t n,
                               void *buf, size_t *len_p)
 {
-    mem_desc_region_t *regions;
+    hixl_mdesc_region_t *regions;
     const char *owner;
     hixl_status_t status;
     size_t need;
@@ -66,7 +66,7 @@ hixl_status_t hixl_export_mem(hixl_engine_t *engine,
                           "holds at most %u", n, MEM_DESC_MAX_REGIONS);
     }
     owner = hixl_engine_name(engine);
-    need  = mem_desc_size(strlen(owner), n);
+    need  = hixl_mdesc_size(strlen(owner), n);
     if (buf == NULL) {
         *len_p = need;
         return HIXL_SUCCESS;
@@ -87,7 +87,7 @@ hixl_status_t hixl_export_mem(hixl_engine_t *engine,
     status = hixl_export_collect(engine, handles, n, regions);
     pthread_mutex_unlock(&engine->lock);
     if (status == HIXL_SUCCESS) {
-        mem_desc_encode(buf, owner, regions, n);
+        hixl_mdesc_encode(buf, owner, regions, n);
         *len_p = need;
     }
     free(regions);
@@ -109,7 +109,7 @@ hixl_status_t hixl_import_mem(hixl_engine_t *engine, const void *buf,
         return hixl_error(HIXL_RESOURCE_EXHAUSTED, "no memory for a remote "
                           "memory description");
     }
-    status = mem_desc_decode(buf, len, &rmem->desc);
+    status = hixl_mdesc_decode(buf, len, &rmem->desc);
     if (status != HIXL_SUCCESS) {
         free(rmem);
         return status;
@@ -138,7 +138,7 @@ const char *hixl_remote_mem_engine(const hixl_remote_mem_t *rmem)
 
 static hixl_status_t hixl_remote_mem_get(const hixl_remote_mem_t *rmem,
                                          size_t region,
-                                         const mem_desc_region_t **r_p)
+                                         const hixl_mdesc_region_t **r_p)
 {
     if (rmem == NULL) {
         return hixl_error(HIXL_PARAM_INVALID, "remote memory is NULL");
@@ -156,7 +156,7 @@ hixl_status_t hixl_remote_mem_region(const hixl_remote_mem_t *rmem,
                                      size_t region, uint64_t *len_p,
                                      hixl_mem_type_t *type_p)
 {
-    const mem_desc_region_t *r = NULL;
+    const hixl_mdesc_region_t *r = NULL;
     hixl_status_t status = hixl_remote_mem_get(rmem, region, &r);
 
     if (status != HIXL_SUCCESS) {
@@ -175,7 +175,7 @@ hixl_status_t hixl_remote_mem_addr(const hixl_remote_mem_t *rmem,
                                    size_t region, uint64_t offset,
                                    uint64_t len, uint64_t *remote_addr_p)
 {
-    const mem_desc_region_t *r = NULL;
+    const hixl_mdesc_region_t *r = NULL;
     hixl_status_t status;
 
     if (remote_addr_p == NULL) {

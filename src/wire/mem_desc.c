@@ -23,13 +23,13 @@ static void mem_desc_put16(uint8_t *p, uint16_t v)
     p[1] = (uint8_t)(v >> 8);
 }
 
-size_t mem_desc_size(size_t owner_len, size_t count)
+size_t hixl_mdesc_size(size_t owner_len, size_t count)
 {
     return MEM_DESC_HEADER_LEN + owner_len + count * MEM_DESC_REGION_LEN;
 }
 
-void mem_desc_encode(uint8_t *buf, const char *owner,
-                     const mem_desc_region_t *regions, size_t count)
+void hixl_mdesc_encode(uint8_t *buf, const char *owner,
+                       const hixl_mdesc_region_t *regions, size_t count)
 {
     size_t name_len = strlen(owner);
     uint8_t *p;
@@ -91,7 +91,7 @@ static hixl_status_t mem_desc_check_header(const uint8_t *buf, size_t len,
                           "regions, more than %u", count,
                           MEM_DESC_MAX_REGIONS);
     }
-    need = mem_desc_size(name_len, count);
+    need = hixl_mdesc_size(name_len, count);
     if (len != need) {
         return hixl_error(HIXL_PARAM_INVALID, "memory description: %zu "
                           "bytes where its header says %zu (%s)", len, need,
@@ -107,7 +107,7 @@ static hixl_status_t mem_desc_check_header(const uint8_t *buf, size_t len,
 }
 
 static hixl_status_t mem_desc_read_region(const uint8_t *p, size_t i,
-                                          mem_desc_region_t *r)
+                                          hixl_mdesc_region_t *r)
 {
     uint32_t type = hixl_get_le32(p + 24);
 
@@ -133,9 +133,10 @@ static hixl_status_t mem_desc_read_region(const uint8_t *p, size_t i,
     return HIXL_SUCCESS;
 }
 
-hixl_status_t mem_desc_decode(const uint8_t *buf, size_t len, mem_desc_t *out)
+hixl_status_t hixl_mdesc_decode(const uint8_t *buf, size_t len,
+                                hixl_mdesc_t *out)
 {
-    mem_desc_region_t *regions = NULL;
+    hixl_mdesc_region_t *regions = NULL;
     size_t name_len = 0, count = 0, i;
     const uint8_t *p;
     hixl_status_t status;

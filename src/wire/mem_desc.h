@@ -37,31 +37,32 @@
  * allocates for a count a peer wrote */
 #define MEM_DESC_MAX_REGIONS  65536u
 
-typedef struct mem_desc_region {
+typedef struct hixl_mdesc_region {
     uint64_t        addr;
     uint64_t        len;
     uint64_t        id;      /* the owner's handle: tells re-registrations
                                 of the same address apart */
     hixl_mem_type_t type;
-} mem_desc_region_t;
+} hixl_mdesc_region_t;
 
-typedef struct mem_desc {
+typedef struct hixl_mdesc {
     char               owner[HIXL_ENGINE_NAME_MAX + 1];
     size_t             count;
-    mem_desc_region_t *regions;   /* malloc'd by mem_desc_decode */
-} mem_desc_t;
+    hixl_mdesc_region_t *regions;   /* malloc'd by hixl_mdesc_decode */
+} hixl_mdesc_t;
 
 /* Bytes the description of count regions owned by `owner` takes. */
-size_t mem_desc_size(size_t owner_len, size_t count);
+size_t hixl_mdesc_size(size_t owner_len, size_t count);
 
-/* Write it into buf, which holds mem_desc_size(strlen(owner), count). */
-void mem_desc_encode(uint8_t *buf, const char *owner,
-                     const mem_desc_region_t *regions, size_t count);
+/* Write it into buf, which holds hixl_mdesc_size(strlen(owner), count). */
+void hixl_mdesc_encode(uint8_t *buf, const char *owner,
+                       const hixl_mdesc_region_t *regions, size_t count);
 
 /* Decode len bytes into *out (out->regions to free()).  PARAM_INVALID with
  * the reason in hixl_last_error() for anything malformed; *out is then
  * untouched.  RESOURCE_EXHAUSTED when the region array cannot be
  * allocated. */
-hixl_status_t mem_desc_decode(const uint8_t *buf, size_t len, mem_desc_t *out);
+hixl_status_t hixl_mdesc_decode(const uint8_t *buf, size_t len,
+                                hixl_mdesc_t *out);
 
 #endif
