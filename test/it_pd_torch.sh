@@ -4,19 +4,11 @@
 # and prompt, every mode: decode's tokens must equal the single-process
 # reference and the first token's logits be within tolerance (pd_torch
 # exits non-zero otherwise).  SKIP (77) without Python or PyTorch.
-srcdir=${srcdir:-$(dirname "$0")}
-PYTHON=${PYTHON:-python3}
-command -v "$PYTHON" >/dev/null 2>&1 ||
-    { echo "SKIP: no Python interpreter ($PYTHON)"; exit 77; }
+# Interpreter, library and package: py_env.sh (exit 77 without Python).
+. "${srcdir:-$(dirname "$0")}/py_env.sh"
 "$PYTHON" -c "import torch" >/dev/null 2>&1 ||
     { echo "SKIP: $PYTHON cannot import torch (Debian: apt-get install python3-torch)"; exit 77; }
 command -v timeout >/dev/null 2>&1 || { echo "SKIP: no timeout (coreutils)"; exit 77; }
-if [ -z "$HIXL_UCX_LIB" ]; then
-    HIXL_UCX_LIB=$(cd ../src/.libs 2>/dev/null && pwd)/libhixl-ucx.so.0
-fi
-export HIXL_UCX_LIB
-PYTHONPATH=${HIXL_UCX_PYTHONPATH:-$srcdir/../python}${PYTHONPATH:+:$PYTHONPATH}
-export PYTHONPATH
 unset HIXL_LOG_LEVEL
 UCX_TLS=sm timeout 240 "$PYTHON" "$srcdir/../bench/pd_torch.py" run \
     --layers 8 --dim 64 --ffn 128 --prompt-len 40 --new-tokens 4 \

@@ -12,18 +12,11 @@
 # also on failure; both roles run under timeout.  It measures nothing
 # (tests never assert on speed) but prints both roles' reports.
 set -u
-srcdir=${srcdir:-$(dirname "$0")}
-PYTHON=${PYTHON:-python3}
+# Interpreter, library and package: py_env.sh (exit 77 without Python).
+. "${srcdir:-$(dirname "$0")}/py_env.sh"
 pd="$srcdir/../bench/pd_torch.py"
-command -v "$PYTHON" >/dev/null 2>&1 ||
-    { echo "SKIP: no Python interpreter ($PYTHON)"; exit 77; }
 "$PYTHON" -c "import torch" >/dev/null 2>&1 ||
     { echo "SKIP: $PYTHON cannot import torch (Debian: apt-get install python3-torch)"; exit 77; }
-if [ -z "${HIXL_UCX_LIB:-}" ]; then
-    HIXL_UCX_LIB=$(cd ../src/.libs 2>/dev/null && pwd)/libhixl-ucx.so.0
-fi
-PYTHONPATH=${HIXL_UCX_PYTHONPATH:-$srcdir/../python}${PYTHONPATH:+:$PYTHONPATH}
-export HIXL_UCX_LIB PYTHONPATH
 port=16100
 ns_tag=hxt
 ns_net=10.78.0

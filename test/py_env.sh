@@ -15,7 +15,7 @@ if ! command -v "$PYTHON" >/dev/null 2>&1; then
     echo "SKIP: no Python interpreter ($PYTHON)"
     exit 77
 fi
-if [ -z "$HIXL_UCX_LIB" ]; then
+if [ -z "${HIXL_UCX_LIB:-}" ]; then
     for lib in ../src/.libs/libhixl-ucx.so.0 "$srcdir/../src/.libs/libhixl-ucx.so.0"; do
         if [ -f "$lib" ]; then
             HIXL_UCX_LIB=$(cd "$(dirname "$lib")" && pwd)/libhixl-ucx.so.0
