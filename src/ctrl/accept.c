@@ -136,7 +136,7 @@ static int hixl_refuse_hello(hixl_engine_t *engine, hixl_peer_t *peer,
     ack.type               = CTRL_HELLO_ACK;
     ack.u.hello_ack.status = (uint32_t)status;
     ack.u.hello_ack.name   = hixl_msg_bytes(engine->name.canon,
-                                        strlen(engine->name.canon));
+                                            strlen(engine->name.canon));
     ack.u.hello_ack.reason = hixl_msg_bytes(reason, strlen(reason));
     hixl_ctrl_send(peer, &ack);
     hixl_peer_close(engine, peer, status, "%s", reason);
@@ -156,11 +156,11 @@ static hixl_status_t hixl_send_hello_ack(hixl_engine_t *engine,
     ack.type                    = CTRL_HELLO_ACK;
     ack.u.hello_ack.status      = HIXL_SUCCESS;
     ack.u.hello_ack.name        = hixl_msg_bytes(engine->name.canon,
-                                             strlen(engine->name.canon));
+                                                 strlen(engine->name.canon));
     ack.u.hello_ack.worker_addr = hixl_msg_bytes(engine->worker_addr,
-                                             engine->worker_addr_len);
+                                                 engine->worker_addr_len);
     ack.u.hello_ack.host        = hixl_msg_bytes(engine->host_id,
-                                             strlen(engine->host_id));
+                                                 strlen(engine->host_id));
     ack.u.hello_ack.max_streams = engine->opts.max_streams;
     ack.u.hello_ack.max_layers  = engine->opts.max_layers;
     ack.u.hello_ack.conn        = peer->conn_id;

@@ -258,13 +258,13 @@ static hixl_status_t hixl_send_hello(hixl_engine_t *engine, hixl_peer_t *peer)
     memset(&hello, 0, sizeof(hello));
     hello.type             = CTRL_HELLO;
     hello.u.hello.name     = hixl_msg_bytes(engine->name.canon,
-                                        strlen(engine->name.canon));
+                                            strlen(engine->name.canon));
     if (hixl_ended_resume(&engine->ctrl->ended, peer->name, 1, resume,
                           &instance)) {
         hello.u.hello.resume = hixl_msg_bytes(resume, sizeof(resume));
     }
     hello.u.hello.host     = hixl_msg_bytes(engine->host_id,
-                                        strlen(engine->host_id));
+                                            strlen(engine->host_id));
     hello.u.hello.flags    = engine->listening ? HIXL_HELLO_FLAG_LISTENING : 0;
     if (engine->opts.secret[0] != '\0') {
         status = hixl_auth_nonce(hs->nonce_local);
@@ -275,7 +275,7 @@ static hixl_status_t hixl_send_hello(hixl_engine_t *engine, hixl_peer_t *peer)
                                              HIXL_AUTH_NONCE_LEN);
     }
     hello.u.hello.worker_addr = hixl_msg_bytes(engine->worker_addr,
-                                           engine->worker_addr_len);
+                                               engine->worker_addr_len);
     return hixl_ctrl_send(peer, &hello);
 }
 

@@ -86,7 +86,7 @@ static void hixl_ctrl_peer_closing(hixl_engine_t *engine, hixl_peer_t *peer)
     bye.type         = CTRL_BYE;
     bye.u.bye.status = (uint32_t)peer->close_status;
     bye.u.bye.reason = hixl_msg_bytes(peer->close_reason,
-                                  strlen(peer->close_reason));
+                                      strlen(peer->close_reason));
     hixl_ctrl_send(peer, &bye);
 }
 

@@ -57,7 +57,7 @@ static hixl_status_t hixl_mem_send_add(hixl_peer_t *peer,
     msg.u.mem_add.rkey     = hixl_msg_bytes(region->rkey_buf, region->rkey_len);
     if (region->dev != NULL) {
         msg.u.mem_add.dev_key = hixl_msg_bytes(region->dev->key,
-                                           region->dev->key_len);
+                                               region->dev->key_len);
     }
     return hixl_ctrl_send(peer, &msg);
 }
