@@ -52,6 +52,9 @@ allowed() {
     hixl_*|HIXL_*) return 0 ;;
     # what the linker defines in every shared object on some toolchains
     _init|_fini|_edata|_end|__bss_start) return 0 ;;
+    # what AddressSanitizer adds beside every global it instruments
+    # (one-definition-rule indicators) in a sanitized build
+    __odr_asan.*|__odr_asan_gen_*) return 0 ;;
     esac
     for n in $ns; do
         case "$1" in
