@@ -97,16 +97,15 @@ static hixl_status_t hixl_engine_worker(hixl_engine_t *engine,
  * a progress thread asleep in its event fd may miss traffic the same way.
  * Progressing every transport costs a poll of each per progress call.
  *
- * KEEPALIVE_INTERVAL 1s (unless UCX_KEEPALIVE_INTERVAL is set): a peer on
- * this host that dies without closing its connection (SIGKILL) is found
- * by UCX's keepalive only, on shared memory; until then the listener's
- * endpoint of it, which UCX made for the connector and destroys by itself
- * once it sees the peer gone (core/served.h), keeps the peer's FIFO and
- * receive segments mapped: three mappings and up to 4 MiB of shared
- * memory per dead peer.  UCX's default round of 20 s let a decode that
- * loses prefills at a high rate hold hundreds of them; a round of 1 s
- * checks each shared-memory endpoint by its process id (no traffic) and
- * sends one empty message per tcp endpoint.
+ * UCX's keepalive keeps its default round (20 s): a peer on this host
+ * that dies without closing its connection (SIGKILL) is found by it only,
+ * on shared memory, and until then the listener's endpoint of it keeps the
+ * peer's FIFO and receive segments mapped (three mappings, up to 4 MiB).
+ * A round of 1 s released them within a second or two, but over tcp its
+ * probes kept an endpoint of an ended incarnation connected once a
+ * partition healed (it_mh_partition): the shorter round is
+ * UCX_KEEPALIVE_INTERVAL=1s for deployments that lose many same-host
+ * peers and have no partitions to heal.
  *
  * TCP_TX_SEG_SIZE 64k (unless UCX_TCP_TX_SEG_SIZE or UCX_TCP_RX_SEG_SIZE
  * is set): the library's messages are sent by copy, never zero-copy
@@ -127,9 +126,6 @@ static void hixl_engine_ucx_config(hixl_engine_t *engine, ucp_config_t *config)
     }
     if (getenv("UCX_ADAPTIVE_PROGRESS") == NULL) {
         ucp_config_modify(config, "ADAPTIVE_PROGRESS", "n");
-    }
-    if (getenv("UCX_KEEPALIVE_INTERVAL") == NULL) {
-        ucp_config_modify(config, "KEEPALIVE_INTERVAL", "1s");
     }
     /* a transport setting reaches UCX's transports by its bare name (only
      * tcp has this one); where tcp is not used UCX would call it invalid */
