@@ -70,6 +70,14 @@ def prefill_role(args, torch, hixl):
                     n))
         return out
 
+    def send_layer(l, gen, reqs):
+        """Post layer l's writes, then its layer flush (both return at
+        once: the next layer computes while this one moves)."""
+        st, req = engine.transfer_async(dec, hixl.WRITE, layer_descs(l))
+        ok(engine, st, "transfer_async layer %d" % l)
+        reqs.append(req)
+        ok(engine, engine.flush_layer(dec, 0, gen, l), "flush_layer %d" % l)
+
     layer_bytes = 2 * T * s.token_bytes
     failed = 0
     for _ in layout["modes"]:
@@ -88,20 +96,10 @@ def prefill_role(args, torch, hixl):
                     compute_s = time.perf_counter() - t0
                     t_end = time.time()
                 if mode == "pipelined":
-                    st, req = engine.transfer_async(dec, hixl.WRITE,
-                                                    layer_descs(l))
-                    ok(engine, st, "transfer_async layer %d" % l)
-                    reqs.append(req)
-                    ok(engine, engine.flush_layer(dec, 0, gen, l),
-                       "flush_layer %d" % l)
+                    send_layer(l, gen, reqs)
         if mode == "bulk":
             for l in range(s.layers):
-                st, req = engine.transfer_async(dec, hixl.WRITE,
-                                                layer_descs(l))
-                ok(engine, st, "transfer_async layer %d" % l)
-                reqs.append(req)
-                ok(engine, engine.flush_layer(dec, 0, gen, l),
-                   "flush_layer %d" % l)
+                send_layer(l, gen, reqs)
         elif mode == "staged":
             with socket.create_connection(
                     (dec_ip.strip("[]"), layout["staged_port"]),
