@@ -254,6 +254,61 @@ uint64_t hx_rand(uint64_t *state)
     return hx_mix(*state);
 }
 
+static int hx_port_free(uint16_t port)
+{
+    struct sockaddr_in sa;
+    int fd, one = 1, ok;
+
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return 0;
+    }
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family      = AF_INET;
+    sa.sin_port        = htons(port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ok = (bind(fd, (struct sockaddr*)&sa, sizeof(sa)) == 0);
+    close(fd);
+    return ok;
+}
+
+uint16_t hx_stable_port(void)
+{
+    uint64_t state = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
+    unsigned lo = 32768, hi = 60999, first, span, i;
+    uint16_t port;
+    FILE *f;
+
+    f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    if (f != NULL) {
+        if (fscanf(f, "%u %u", &lo, &hi) != 2) {
+            lo = 32768;
+            hi = 60999;
+        }
+        fclose(f);
+    }
+    /* below the range where it leaves room, else above it */
+    if (lo > 10000 + 1024) {
+        first = lo - 10000;
+        span  = 10000;
+    } else {
+        ck_assert_msg(hi < 65535 - 1000, "no ports outside the ephemeral "
+                      "range %u-%u", lo, hi);
+        first = hi + 1;
+        span  = 65535 - hi;
+    }
+    /* random, so that tests running side by side rarely try the same */
+    for (i = 0; i < 1000; ++i) {
+        port = (uint16_t)(first + hx_rand(&state) % span);
+        if (hx_port_free(port)) {
+            return port;
+        }
+    }
+    ck_abort_msg("no free port in %u-%u", first, first + span - 1);
+    return 0;
+}
+
 void *hx_alloc_pages(size_t len)
 {
     void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,

@@ -121,6 +121,11 @@ int hx_pat_check(const void *buf, size_t len, uint64_t seed, uint64_t idx,
 /* Deterministic pseudo-random numbers for layouts (not for patterns). */
 uint64_t hx_rand(uint64_t *state);
 
+/* A loopback port for a listener that a test restarts under the same name:
+ * free now and outside the kernel's ephemeral range, so that no outgoing
+ * connection or port-0 bind on the machine can be handed it in between. */
+uint16_t hx_stable_port(void);
+
 /* Page-aligned anonymous memory (munmap with hx_free_pages). */
 void *hx_alloc_pages(size_t len);
 void hx_free_pages(void *p, size_t len);

@@ -71,23 +71,6 @@ typedef struct cs_server_proc {
     uint64_t addr[CS_REGIONS + 1];
 } cs_server_proc_t;
 
-/* A port nobody listens on now (the kernel's pick, released). */
-static uint32_t cs_free_port(void)
-{
-    struct sockaddr_in sa;
-    socklen_t sl = sizeof(sa);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-    ck_assert_int_ge(fd, 0);
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family      = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_int_eq(bind(fd, (struct sockaddr*)&sa, sizeof(sa)), 0);
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr*)&sa, &sl), 0);
-    close(fd);
-    return ntohs(sa.sin_port);
-}
-
 static int cs_read_all(int fd, void *buf, size_t len, int timeout_ms)
 {
     struct pollfd p = {fd, POLLIN, 0};
@@ -206,7 +189,7 @@ static void cs_server_start(cs_server_proc_t *sp)
 
     ck_assert_int_eq(pipe(cmd), 0);
     ck_assert_int_eq(pipe(rep), 0);
-    sp->port = cs_free_port();
+    sp->port = hx_stable_port();
     sp->pid  = fork();
     ck_assert_int_ge(sp->pid, 0);
     if (sp->pid == 0) {
@@ -483,7 +466,7 @@ START_TEST(test_errors)
     sd.server_port = 65536;
     hx_expect(HixlCSServerCreate(&sd, &scfg, &s), HIXL_PARAM_INVALID,
               "65535");
-    sd.server_port = cs_free_port();
+    sd.server_port = hx_stable_port();
     scfg.global_resource_config = "{\"comm_resource_config.listen_port\": 0}";
     hx_expect(HixlCSServerCreate(&sd, &scfg, &s), HIXL_PARAM_INVALID,
               "listen_port");

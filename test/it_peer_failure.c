@@ -176,7 +176,9 @@ START_TEST(test_restarted_peer_reconnects)
     int i;
 
     hx_use_tls(_i);
-    start_target(&t, SMALL_LEN, NULL);
+    /* a port the restart can have again (not one the kernel hands out) */
+    snprintf(name, sizeof(name), "127.0.0.1:%u", (unsigned)hx_stable_port());
+    start_target(&t, SMALL_LEN, name);
     snprintf(name, sizeof(name), "%s", t.name);
     e     = hx_engine("127.0.0.1", NULL);
     small = hx_alloc_pages(SMALL_LEN);

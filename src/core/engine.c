@@ -8,6 +8,7 @@
 #include "core/am.h"
 #include "core/am_data.h"
 #include "core/ucx_tls.h"
+#include "wire/ctrl_conn.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -192,6 +193,21 @@ static hixl_status_t hixl_engine_ucx_init(hixl_engine_t *engine)
     return HIXL_SUCCESS;
 }
 
+/* The port first, UCX second: a restarted server asks for the port it had,
+ * which a kernel-chosen port of its own UCX (a tcp interface's listener)
+ * could otherwise have taken a moment earlier. */
+static hixl_status_t hixl_engine_hold_name(hixl_engine_t *engine)
+{
+    hixl_status_t status;
+    uint16_t port;
+
+    status = hixl_sock_listen(&engine->name, &engine->name_fd, &port);
+    if (status == HIXL_SUCCESS) {
+        hixl_name_set_port(&engine->name, port);
+    }
+    return status;
+}
+
 static hixl_status_t hixl_engine_init(hixl_engine_t *engine,
                                       const char *local_engine,
                                       const hixl_option_t *options,
@@ -211,6 +227,12 @@ static hixl_status_t hixl_engine_init(hixl_engine_t *engine,
     }
     engine->listening = (engine->name.port != 0) ||
                         engine->opts.listen_ephemeral;
+    if (engine->listening) {
+        status = hixl_engine_hold_name(engine);
+        if (status != HIXL_SUCCESS) {
+            return status;
+        }
+    }
     status = hixl_req_pool_init(&engine->reqs, engine->opts.max_requests,
                                 engine->serial);
     if (status != HIXL_SUCCESS) {
@@ -253,6 +275,7 @@ hixl_status_t hixl_engine_create(const char *local_engine,
     if (engine == NULL) {
         return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
     }
+    engine->name_fd                = -1;
     engine->progress.epfd          = -1;
     engine->progress.worker_efd    = -1;
     engine->progress.worker_efd_in = -1;
@@ -408,6 +431,9 @@ void hixl_engine_destroy_worker(hixl_engine_t *engine)
 
 void hixl_engine_free(hixl_engine_t *engine)
 {
+    if (engine->name_fd >= 0) {   /* ctrl never took it over */
+        close(engine->name_fd);
+    }
     hixl_am_data_cleanup(engine);
     hixl_am_cleanup(engine);
     hixl_chan_table_cleanup(&engine->chans);

@@ -42,6 +42,10 @@ struct hixl_engine {
     char               host_id[64];   /* same value <=> same host */
     hixl_name_t        name;
     int                listening;
+    /* A listening engine's socket, bound before UCX starts so that none of
+     * UCX's own sockets (bound to ephemeral ports) can take the port the
+     * engine is named by; ctrl takes it over to accept (-1 after that). */
+    int                name_fd;
     hixl_opts_t        opts;
     int                log_held;      /* its LogLevel counts (util/log.h) */
 

@@ -6,6 +6,7 @@
 #include "config.h"
 #include "ctrl/ctrl.h"
 #include "util/clock.h"
+#include "util/debug.h"
 #include "util/log.h"
 
 #include <errno.h>
@@ -14,16 +15,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* The socket core bound when the engine was created (core/engine.h). */
 hixl_status_t hixl_accept_listen(hixl_engine_t *engine)
 {
-    hixl_status_t status;
-    uint16_t port;
-
-    status = hixl_sock_listen(&engine->name, &engine->ctrl->listen_fd, &port);
-    if (status != HIXL_SUCCESS) {
-        return status;
-    }
-    hixl_name_set_port(&engine->name, port);
+    hixl_assert(engine->name_fd >= 0);
+    engine->ctrl->listen_fd = engine->name_fd;
+    engine->name_fd         = -1;
     return hixl_progress_watch(engine, engine->ctrl->listen_fd,
                                HIXL_POLL_LISTEN, 0);
 }

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -313,6 +314,33 @@ int hixl_conn_receive(hixl_conn_t *conn, hixl_msg_handler_t handler,
     return 0;
 }
 
+/* Why a port can be in use with no other server on it: the kernel hands
+ * ports of its ephemeral range to every outgoing connection and to every
+ * socket bound to port 0, so a listener named by such a port can find it
+ * taken after a restart.  Said only where it applies. */
+static const char *hixl_sock_port_hint(const hixl_name_t *name)
+{
+    static __thread char hint[200];
+    unsigned lo = 0, hi = 0;
+    FILE *f;
+
+    f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    if (f == NULL) {
+        return "";
+    }
+    if (fscanf(f, "%u %u", &lo, &hi) != 2) {
+        lo = hi = 0;
+    }
+    fclose(f);
+    if ((name->port < lo) || (name->port > hi)) {
+        return "";
+    }
+    snprintf(hint, sizeof(hint), " (port %u is inside the kernel's "
+             "ephemeral range %u-%u, which any outgoing connection may be "
+             "given: choose a listening port outside it)", name->port, lo, hi);
+    return hint;
+}
+
 hixl_status_t hixl_sock_listen(const hixl_name_t *name, int *fd_p,
                                uint16_t *port_p)
 {
@@ -331,8 +359,9 @@ hixl_status_t hixl_sock_listen(const hixl_name_t *name, int *fd_p,
     if (bind(fd, (const struct sockaddr*)&name->addr, name->addrlen) != 0) {
         int e = errno;
         close(fd);
-        return hixl_error(HIXL_FAILED, "cannot listen on %s: bind: %s",
-                          name->canon, strerror(e));
+        return hixl_error(HIXL_FAILED, "cannot listen on %s: bind: %s%s",
+                          name->canon, strerror(e),
+                          (e == EADDRINUSE) ? hixl_sock_port_hint(name) : "");
     }
     if (listen(fd, CTRL_LISTEN_BACKLOG) != 0) {
         int e = errno;
