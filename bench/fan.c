@@ -107,7 +107,10 @@ static void fan_usage(FILE *out)
 "     --quiet-wait <s> before each run wait up to <s> seconds for the host's\n"
 "                      CPUs to be under 10%% busy (0); the busy fraction\n"
 "                      seen is recorded in the raw CSV either way\n"
-"     --no-baseline    fan_in/fan_out without the bare-UCX runs\n"
+"     --no-baseline    fan_in/fan_out without the bare-UCX runs (after each\n"
+"                      point: the same transfers with UCX's own API, puts\n"
+"                      where UCX has lanes for them, active messages\n"
+"                      otherwise; and the memory of N endpoints)\n"
 "     --out <dir>      CSV (raw and summary), text and PNG files\n"
 "                      (fan-results; \"\" writes none)\n"
 "     -v               summary as CSV on stdout instead of tables\n"
@@ -412,6 +415,37 @@ static double fan_before_run(const fan_opts_t *o)
     return busy;
 }
 
+/* The bare-UCX transfers of the point r measured, into r's base_*: run
+ * right after it, so that both meet the host in the same state. */
+static void fan_base_point(const fan_opts_t *o, unsigned test,
+                           const char *tls, unsigned n, unsigned rep,
+                           unsigned point_id, fan_result_t *r,
+                           unsigned *corrupt)
+{
+    fan_result_t *b = calloc(1, sizeof(*b));
+
+    if (b == NULL) {
+        return;
+    }
+    (void)fan_before_run(o);
+    fan_ucx_point_run(o, test, tls, n, rep, point_id, b);
+    r->base_xfer_ok  = b->ok;
+    r->base_op       = b->base_op;
+    r->base_gbs      = b->agg_gbs;
+    r->base_dec_busy = b->dec_busy_mean;
+    r->base_pre_busy = b->pre_busy_mean;
+    *corrupt        += (unsigned)b->corrupt;
+    if (!o->quiet) {
+        fprintf(stderr, "[rep %u] %-7s %-8s N=%-3u bare UCX (%s) %s: %.3f "
+                "GB/s%s%s\n", rep + 1, (test == FAN_T_IN) ? "fan_in" :
+                "fan_out", tls, n, b->base_op ? b->base_op : "-",
+                b->ok ? "ok" : (b->corrupt ? "CORRUPT" : "FAILED"),
+                b->agg_gbs, b->err[0] ? ": " : "", b->err);
+    }
+    free(b->connect_ms);
+    free(b);
+}
+
 /* The label of a UCX_TLS setting (NULL: the environment's). */
 static const char *fan_tls_label(const char *tls)
 {
@@ -481,6 +515,8 @@ int main(int argc, char **argv)
                     r.host_busy = busy;
                     if (o.baseline) {
                         fan_ucx_run(&o, o.ns[i], &r);
+                        fan_base_point(&o, test, label[t], o.ns[i], rep,
+                                       point_id++, &r, &corrupt);
                     }
                     corrupt += (unsigned)r.corrupt;
                     fan_report_point(report, &r);

@@ -18,6 +18,9 @@
  *   fan_xfer.c    a prefill's windowed transfer loop and its connects
  *   fan_point.c   one fan-in or fan-out measurement (coordinator side)
  *   fan_ucx.c     bare-UCX baseline: memory and fds per UCX endpoint
+ *   fan_ucx_xfer.c bare-UCX baseline: the same fan-in and fan-out with UCX
+ *                 puts or active messages (the engines' lines, so that
+ *                 fan_point.c runs it)
  *   fan_cold.c    cold memory: first vs second transfer, memcpy reference
  *   fan_report.c  statistics, tables, CSV and the gnuplot plot
  */
@@ -171,10 +174,20 @@ int  fan_prefill_main(int fd, void *arg);
 /* The pattern seed of a slice: bench/common's pattern, keyed by the
  * measurement, the pass and the peer. */
 uint64_t fan_seed(unsigned point, unsigned pass, unsigned peer);
+/* Check a slice the prefills wrote: 0, or -1 and what was wrong in msg. */
+int fan_verify(const uint8_t *buf, size_t len, uint64_t seed, char *msg,
+               size_t msg_len);
+
+typedef struct fan_peer fan_peer_t;
+/* One value per peer as a comma list into buf (the CONNECTED and DONE
+ * lines' fields). */
+enum { FAN_LIST_CONNECT_MS, FAN_LIST_END, FAN_LIST_DONE, FAN_LIST_LATE_MS };
+void fan_peer_list(char *buf, size_t len, const fan_peer_t *peers,
+                   unsigned n, int what);
 
 /* ---- fan_xfer.c: a prefill's transfers ---------------------------------- */
 
-typedef struct fan_peer {
+struct fan_peer {
     char       name[HIXL_ENGINE_NAME_MAX + 1];
     uint64_t   remote;             /* where this peer's slice starts */
     uint8_t   *local;              /* our source for it */
@@ -185,7 +198,7 @@ typedef struct fan_peer {
     uint64_t   t_end;              /* last completion (monotonic ns) */
     uint64_t   done;               /* bytes completed */
     int        partial;
-} fan_peer_t;
+};
 
 typedef struct fan_xfer_cfg {
     hixl_engine_t *engine;
@@ -242,7 +255,12 @@ typedef struct fan_result {
     double     pre_idle_mean, pre_idle_max;
     double     wall_s;
     double     host_busy;          /* CPUs busy just before the run */
-    /* bare UCX, same N and UCX_TLS */
+    /* bare UCX, same N and UCX_TLS: the transfers (fan_ucx_xfer.c) */
+    int        base_xfer_ok;
+    const char *base_op;           /* "put" or "am" */
+    double     base_gbs;
+    double     base_dec_busy, base_pre_busy;   /* cores, means */
+    /* ... and the endpoints' memory (fan_ucx.c) */
     int        base_ok;
     double     base_target_kb, base_creator_kb;   /* per endpoint */
     double     base_target_fds, base_creator_fds;
@@ -273,6 +291,8 @@ typedef struct fan_pt {
     char            (*dec_name)[HIXL_ENGINE_NAME_MAX + 1];
     uint64_t         *dec_addr;
     uint64_t         *end, *done;  /* per peer, last timed run */
+    char            **dec_ucx;     /* per decode: READY's ucx= (bare UCX) */
+    fan_child_fn_t    dec_main, pre_main;
     uint64_t          t0, start;
 } fan_pt_t;
 
@@ -292,6 +312,15 @@ int  fan_pt_fini(fan_pt_t *p, int rc);
 int  fan_point_run(const fan_opts_t *o, unsigned test, const char *tls,
                    unsigned n, unsigned rep, unsigned point_id,
                    fan_result_t *r);
+/* The same measurement with other processes speaking the engines' lines */
+int  fan_point_run_with(const fan_opts_t *o, unsigned test, const char *tls,
+                        unsigned n, unsigned rep, unsigned point_id,
+                        fan_result_t *r, fan_child_fn_t dec_main,
+                        fan_child_fn_t pre_main);
+/* The bare-UCX transfers of the same point (fan_ucx_xfer.c) */
+int  fan_ucx_point_run(const fan_opts_t *o, unsigned test, const char *tls,
+                       unsigned n, unsigned rep, unsigned point_id,
+                       fan_result_t *r);
 int  fan_ucx_run(const fan_opts_t *o, unsigned n, fan_result_t *r);
 int  fan_cold_run(const fan_opts_t *o, const char *tls, int alloc,
                   unsigned rep, unsigned point_id, fan_cold_result_t *r);

@@ -44,9 +44,8 @@ uint64_t fan_seed(unsigned point, unsigned pass, unsigned peer)
                            peer);
 }
 
-/* Check a slice the prefill engines wrote; 0, or -1 and what was wrong. */
-static int fan_verify(const uint8_t *buf, size_t len, uint64_t seed,
-                      char *msg, size_t msg_len)
+int fan_verify(const uint8_t *buf, size_t len, uint64_t seed, char *msg,
+               size_t msg_len)
 {
     bc_pattern_diff_t diff;
 
@@ -244,27 +243,27 @@ static void fan_xfer_cfg(fan_prefill_t *p, fan_xfer_cfg_t *x)
     x->timeout_ms = (int32_t)((o->point_timeout + 60.0) * 1000.0);
 }
 
-/* A comma list of one value per peer into buf. */
-static void fan_list(char *buf, size_t len, const fan_peer_t *peers,
-                     unsigned n, int what)
+void fan_peer_list(char *buf, size_t len, const fan_peer_t *peers,
+                   unsigned n, int what)
 {
     size_t used = 0;
     unsigned i;
 
     buf[0] = '\0';
     for (i = 0; (i < n) && (used + 32 < len); ++i) {
-        if (what == 0) {
+        switch (what) {
+        case FAN_LIST_CONNECT_MS:
+        case FAN_LIST_LATE_MS:
             used += (size_t)snprintf(buf + used, len - used, "%s%.4f",
-                                     i ? "," : "", peers[i].connect_ms);
-        } else if (what == 3) {
-            used += (size_t)snprintf(buf + used, len - used, "%s%.4f",
-                                     i ? "," : "", peers[i].late_ms);
-        } else if (what == 1) {
+                                     i ? "," : "",
+                                     (what == FAN_LIST_LATE_MS) ?
+                                     peers[i].late_ms : peers[i].connect_ms);
+            break;
+        default:
             used += (size_t)snprintf(buf + used, len - used, "%s%" PRIu64,
-                                     i ? "," : "", peers[i].t_end);
-        } else {
-            used += (size_t)snprintf(buf + used, len - used, "%s%" PRIu64,
-                                     i ? "," : "", peers[i].done);
+                                     i ? "," : "", (what == FAN_LIST_END) ?
+                                     peers[i].t_end : peers[i].done);
+            break;
         }
     }
 }
@@ -295,8 +294,10 @@ static int fan_prefill_cmd(fan_prefill_t *p, const char *line)
             return fan_child_send(p->fd, "ERR msg=%s", err);
         }
         fan_proc_sample(getpid(), &s1);
-        fan_list(a, sizeof(a), p->peers, p->num_peers, 0);
-        fan_list(b, sizeof(b), p->peers, p->num_peers, 3);
+        fan_peer_list(a, sizeof(a), p->peers, p->num_peers,
+                      FAN_LIST_CONNECT_MS);
+        fan_peer_list(b, sizeof(b), p->peers, p->num_peers,
+                      FAN_LIST_LATE_MS);
         return fan_child_send(p->fd, "CONNECTED ms=%s late=%s cpu=%.9f", a,
                               b, fan_cpu_s(&s0, &s1));
     }
@@ -314,8 +315,8 @@ static int fan_prefill_cmd(fan_prefill_t *p, const char *line)
         for (i = 0; i < p->num_peers; ++i) {
             partial |= (unsigned)p->peers[i].partial;
         }
-        fan_list(a, sizeof(a), p->peers, p->num_peers, 1);
-        fan_list(b, sizeof(b), p->peers, p->num_peers, 2);
+        fan_peer_list(a, sizeof(a), p->peers, p->num_peers, FAN_LIST_END);
+        fan_peer_list(b, sizeof(b), p->peers, p->num_peers, FAN_LIST_DONE);
         return fan_child_send(p->fd, "DONE cpu=%.9f ends=%s done=%s "
                               "partial=%u", fan_cpu_s(&s0, &s1), a, b,
                               partial);

@@ -74,14 +74,14 @@ int fan_pt_spawn(fan_pt_t *p, fan_engine_cfg_t *dcfg,
 
     for (i = 0; i < p->ndec; ++i) {
         snprintf(name, sizeof(name), "decode[%u]", i);
-        if (fan_spawn(&p->dec[i], name, o->pin_decode, fan_decode_main,
+        if (fan_spawn(&p->dec[i], name, o->pin_decode, p->dec_main,
                       dcfg) != 0) {
             return -1;
         }
     }
     for (i = 0; i < p->npre; ++i) {
         snprintf(name, sizeof(name), "prefill[%u]", i);
-        if (fan_spawn(&p->pre[i], name, o->pin_prefill, fan_prefill_main,
+        if (fan_spawn(&p->pre[i], name, o->pin_prefill, p->pre_main,
                       pcfg) != 0) {
             return -1;
         }
@@ -101,6 +101,11 @@ int fan_pt_spawn(fan_pt_t *p, fan_engine_cfg_t *dcfg,
             return -1;
         }
         snprintf(p->dec_name[i], sizeof(p->dec_name[i]), "%s", s);
+        /* bare UCX: the decode's worker address and rkey, for its PEERs */
+        s = bc_kv(p->dec[i].line, "ucx");
+        if ((s != NULL) && ((p->dec_ucx[i] = strdup(s)) == NULL)) {
+            return -1;
+        }
     }
     return 0;
 }
@@ -113,10 +118,14 @@ int fan_pt_connect(fan_pt_t *p)
     uint64_t t0;
 
     for (i = 0; i < p->n; ++i) {
+        unsigned d = p->in ? 0 : i;
+
         if (fan_send(&p->pre[p->in ? i : 0], "PEER name=%s addr=%" PRIu64
-                     " len=%zu off=%zu", p->dec_name[p->in ? 0 : i],
-                     p->dec_addr[p->in ? 0 : i] + (p->in ? i * p->share : 0),
-                     p->share, p->in ? 0 : i * p->share) != 0) {
+                     " len=%zu off=%zu%s%s", p->dec_name[d],
+                     p->dec_addr[d] + (p->in ? i * p->share : 0),
+                     p->share, p->in ? 0 : i * p->share,
+                     p->dec_ucx[d] ? " ucx=" : "",
+                     p->dec_ucx[d] ? p->dec_ucx[d] : "") != 0) {
             return -1;
         }
     }
@@ -145,6 +154,11 @@ int fan_pt_connect(fan_pt_t *p)
         return -1;
     }
     r->pre_conn_cpu_ms = cpu * 1e3 / p->n;
+    /* bare UCX says which operation its endpoints take */
+    if (bc_kv(p->pre[0].line, "op") != NULL) {
+        r->base_op = strcmp(bc_kv(p->pre[0].line, "op"), "put") ? "am" :
+                     "put";
+    }
     for (i = 0; i < p->n; ++i) {
         r->late_max_ms = (late[i] > r->late_max_ms) ? late[i] :
                          r->late_max_ms;
@@ -410,6 +424,8 @@ int fan_pt_init(fan_pt_t *p, const fan_opts_t *o, fan_result_t *r,
     p->ndec     = p->in ? 1 : n;
     p->npre     = p->in ? n : 1;
     p->point_id = point_id;
+    p->dec_main = fan_decode_main;
+    p->pre_main = fan_prefill_main;
     p->share    = (o->total / n) & ~(size_t)4095;   /* whole pages each */
     p->start    = bc_now_ns();
     r->test      = test;
@@ -421,10 +437,11 @@ int fan_pt_init(fan_pt_t *p, const fan_opts_t *o, fan_result_t *r,
     p->pre      = fan_children(p->npre);
     p->dec_name = calloc(p->ndec, sizeof(*p->dec_name));
     p->dec_addr = calloc(p->ndec, sizeof(*p->dec_addr));
+    p->dec_ucx  = calloc(p->ndec, sizeof(*p->dec_ucx));
     p->end      = calloc(n, sizeof(*p->end));
     p->done     = calloc(n, sizeof(*p->done));
     if (!r->connect_ms || !p->dec || !p->pre || !p->dec_name ||
-        !p->dec_addr || !p->end || !p->done) {
+        !p->dec_addr || !p->dec_ucx || !p->end || !p->done) {
         snprintf(r->err, sizeof(r->err), "out of memory");
         return -1;
     }
@@ -439,7 +456,7 @@ int fan_pt_init(fan_pt_t *p, const fan_opts_t *o, fan_result_t *r,
 int fan_pt_fini(fan_pt_t *p, int rc)
 {
     fan_result_t *r = p->r;
-    unsigned bad;
+    unsigned bad, i;
 
     if ((rc != 0) && (r->err[0] == '\0')) {
         snprintf(r->err, sizeof(r->err), "failed (see the messages above)");
@@ -460,14 +477,19 @@ int fan_pt_fini(fan_pt_t *p, int rc)
     free(p->pre);
     free(p->dec_name);
     free(p->dec_addr);
+    for (i = 0; (p->dec_ucx != NULL) && (i < p->ndec); ++i) {
+        free(p->dec_ucx[i]);
+    }
+    free(p->dec_ucx);
     free(p->end);
     free(p->done);
     return rc;
 }
 
-int fan_point_run(const fan_opts_t *o, unsigned test, const char *tls,
-                  unsigned n, unsigned rep, unsigned point_id,
-                  fan_result_t *r)
+int fan_point_run_with(const fan_opts_t *o, unsigned test, const char *tls,
+                       unsigned n, unsigned rep, unsigned point_id,
+                       fan_result_t *r, fan_child_fn_t dec_main,
+                       fan_child_fn_t pre_main)
 {
     fan_engine_cfg_t dcfg, pcfg;
     fan_pt_t p;
@@ -477,6 +499,8 @@ int fan_point_run(const fan_opts_t *o, unsigned test, const char *tls,
     r->tls = tls;
     r->rep = rep;
     if (fan_pt_init(&p, o, r, test, n, point_id) == 0) {
+        p.dec_main      = dec_main;
+        p.pre_main      = pre_main;
         memset(&dcfg, 0, sizeof(dcfg));
         dcfg.opts       = o;
         dcfg.region_len = p.in ? n * p.share : p.share;
@@ -490,4 +514,12 @@ int fan_point_run(const fan_opts_t *o, unsigned test, const char *tls,
         }
     }
     return fan_pt_fini(&p, rc);
+}
+
+int fan_point_run(const fan_opts_t *o, unsigned test, const char *tls,
+                  unsigned n, unsigned rep, unsigned point_id,
+                  fan_result_t *r)
+{
+    return fan_point_run_with(o, test, tls, n, rep, point_id, r,
+                              fan_decode_main, fan_prefill_main);
 }

@@ -119,7 +119,7 @@ static const char fan_raw_header[] =
     "dec_busy_mean,dec_busy_max,pre_busy_mean,pre_busy_max,dec_idle_mean,"
     "dec_idle_max,pre_idle_mean,pre_idle_max,base_ok,base_target_kb,"
     "base_creator_kb,base_target_fds,base_creator_fds,wall_s,host_busy,"
-    "error\n";
+    "error,ucx_xfer_ok,ucx_op,ucx_gbs,ucx_dec_busy,ucx_pre_busy\n";
 
 static const char fan_cold_header[] =
     "tls,memory,rep,ok,first_gbs,second_gbs,ratio,dec_faults_first,"
@@ -228,7 +228,7 @@ void fan_report_point(fan_report_t *rep, const fan_result_t *r)
     fprintf(rep->raw, "%s,%s,%u,%u,%d,%d,%d,%zu,%zu,%llu,%.6f,%.4f,%.4f,"
             "%.4f,%.4f,%.4f,%.4f,%.4f,%.3f,%.3f,%.3f,%.3f,%.4f,%.4f,%.2f,%.2f,%.2f,%.3f,%.1f,%u,"
             "%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%d,%.2f,%.2f,%.3f,%.3f,"
-            "%.2f,%.2f,\"%s\"\n",
+            "%.2f,%.2f,\"%s\",%d,%s,%.4f,%.4f,%.4f\n",
             fan_test_name(r->test), r->tls, r->n, r->rep + 1, r->ok,
             r->partial, r->corrupt, r->desc_size, r->share,
             (unsigned long long)r->bytes, r->run_s, r->agg_gbs,
@@ -240,7 +240,9 @@ void fan_report_point(fan_report_t *rep, const fan_result_t *r)
             r->pre_busy_mean, r->pre_busy_max, r->dec_idle_mean,
             r->dec_idle_max, r->pre_idle_mean, r->pre_idle_max, r->base_ok,
             r->base_target_kb, r->base_creator_kb, r->base_target_fds,
-            r->base_creator_fds, r->wall_s, r->host_busy, r->err);
+            r->base_creator_fds, r->wall_s, r->host_busy, r->err,
+            r->base_xfer_ok, r->base_op ? r->base_op : "", r->base_gbs,
+            r->base_dec_busy, r->base_pre_busy);
     fflush(rep->raw);
 }
 
@@ -282,6 +284,8 @@ typedef struct fan_row {
     double hub_kb, hub_kb_conn, beyond, fds, rss_mb;
     double dec_busy, pre_busy, dec_idle, pre_idle, dec_idle_max, pre_idle_max;
     double base_t, base_c, base_tf, base_cf;
+    double ucx_gbs, x_ucx, ucx_dec_busy, ucx_pre_busy;   /* bare UCX */
+    const char *ucx_op;
     double done_frac;              /* of the bytes asked for */
     double hub_conn_cpu, pre_conn_cpu;   /* ms per connect */
 } fan_row_t;
@@ -313,9 +317,9 @@ static double fan_med_field(fan_result_t **runs, unsigned n, size_t off,
 static int fan_summarize(fan_report_t *rep, unsigned test, const char *tls,
                          unsigned n, fan_row_t *row)
 {
-    fan_result_t *runs[64], *base[64];
+    fan_result_t *runs[64], *base[64], *xfer[64];
     double *pool, v[64];
-    unsigned i, k = 0, nb = 0, np = 0, reps = 0, partial = 0;
+    unsigned i, k = 0, nb = 0, nx = 0, np = 0, reps = 0, partial = 0;
 
     memset(row, 0, sizeof(*row));
     for (i = 0; i < rep->nres; ++i) {
@@ -331,6 +335,10 @@ static int fan_summarize(fan_report_t *rep, unsigned test, const char *tls,
         }
         if (r->base_ok && (nb < 64)) {
             base[nb++] = r;
+        }
+        if (r->base_xfer_ok && (nx < 64)) {
+            xfer[nx++]  = r;
+            row->ucx_op = r->base_op;
         }
     }
     if (reps == 0) {
@@ -383,6 +391,12 @@ static int fan_summarize(fan_report_t *rep, unsigned test, const char *tls,
     row->base_cf      = FAN_MED(base, nb, base_creator_fds);
     row->beyond       = row->hub_kb - ((test == FAN_T_IN) ? row->base_t :
                                        row->base_c);
+    row->ucx_gbs      = FAN_MED(xfer, nx, base_gbs);
+    row->ucx_dec_busy = FAN_MED(xfer, nx, base_dec_busy);
+    row->ucx_pre_busy = FAN_MED(xfer, nx, base_pre_busy);
+    /* medians of the two: each run of one is paired with a run of the
+     * other right after it, and the host's noise moves both */
+    row->x_ucx        = row->agg / row->ucx_gbs;
     return 0;
 }
 
@@ -450,7 +464,7 @@ static void fan_print_fan(fan_report_t *rep, unsigned test, const char *tls,
 {
     const fan_opts_t *o = rep->o;
     char ds[32], ts[32], a[48], x[16], sh[48], c[40], cpu[24], cpu2[24];
-    char mem[40], fd[16];
+    char mem[40], fd[16], ux[40], xu[16];
     unsigned i;
     int in = (test == FAN_T_IN);
 
@@ -462,13 +476,15 @@ static void fan_print_fan(fan_report_t *rep, unsigned test, const char *tls,
             "[min-max] over reps\n", in ? "fan-in (N prefill -> 1 decode)" :
             "fan-out (1 prefill -> N decode)", tls, ts, ds, o->per_xfer,
             o->window, o->passes, o->warmup, o->reps);
-    fan_out(rep, "%4s  %-22s %5s  %-15s  %-18s  %-10s  %-10s  %-22s %-5s "
-            "%s\n", "N", "aggregate GB/s", "xN=1", "fairness", "connect ms",
-            "decode", "prefill", in ? "decode KiB/peer" :
-            "prefill KiB/peer", "fds", "ok");
-    fan_out(rep, "%4s  %-22s %5s  %-15s  %-18s  %-10s  %-10s  %-22s %-5s\n",
-            "", "", "", "Jain (min-max)", "med/p99/max", "busy/idle",
-            "busy/idle", "all (UCX; beyond)", "/peer");
+    fan_out(rep, "%4s  %-22s %5s  %-19s %5s  %-15s  %-18s  %-10s  %-10s  "
+            "%-22s %-5s %s\n", "N", "aggregate GB/s", "xN=1",
+            "bare UCX GB/s", "xUCX", "fairness", "connect ms", "decode",
+            "prefill", in ? "decode KiB/peer" : "prefill KiB/peer", "fds",
+            "ok");
+    fan_out(rep, "%4s  %-22s %5s  %-19s %5s  %-15s  %-18s  %-10s  %-10s  "
+            "%-22s %-5s\n", "", "", "", "(op, decode busy)", "",
+            "Jain (min-max)", "med/p99/max", "busy/idle", "busy/idle",
+            "all (UCX; beyond)", "/peer");
     for (i = 0; i < nrows; ++i) {
         fan_row_t *r = &rows[i];
 
@@ -492,9 +508,16 @@ static void fan_print_fan(fan_report_t *rep, unsigned test, const char *tls,
                      in ? r->base_t : r->base_c, r->beyond);
         }
         snprintf(fd, sizeof(fd), "%.2f", r->fds);
-        fan_out(rep, "%4u  %-22s %5s  %-15s  %-18s  %-10s  %-10s  %-22s %-5s "
-                "%u/%u", r->n, a, x, sh, c, cpu, cpu2, mem, fd, r->ok,
-                r->reps);
+        if (isnan(r->ucx_gbs)) {
+            snprintf(ux, sizeof(ux), "-");
+        } else {
+            snprintf(ux, sizeof(ux), "%.3f (%s, %.2f)", r->ucx_gbs,
+                     r->ucx_op ? r->ucx_op : "-", r->ucx_dec_busy);
+        }
+        fan_num(xu, sizeof(xu), r->x_ucx, "%.2f");
+        fan_out(rep, "%4u  %-22s %5s  %-19s %5s  %-15s  %-18s  %-10s  %-10s  "
+                "%-22s %-5s %u/%u", r->n, a, x, ux, xu, sh, c, cpu, cpu2, mem,
+                fd, r->ok, r->reps);
         if (r->partial) {
             fan_out(rep, " PARTIAL (%u; %.0f%% done)", r->partial,
                     100 * r->done_frac);
@@ -537,7 +560,7 @@ static void fan_summary_csv(FILE *f, const fan_row_t *r)
 {
     fprintf(f, "%s,%s,%u,%u,%u,%u,%.4f,%.4f,%.4f,%.4f,%.3f,%.3f,%.3f,"
             "%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.4f,%.4f,%.2f,%.2f,%.2f,%.3f,%.1f,"
-            "%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.2f,%.2f,%.3f,%.3f\n",
+            "%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.2f,%.2f,%.3f,%.3f",
             fan_test_name(r->test), r->tls, r->n, r->reps, r->ok, r->partial,
             r->done_frac, r->agg, r->agg_min, r->agg_max, r->x1,
             r->share_min, r->share_max, r->jain, r->finish, r->c_med,
@@ -546,6 +569,8 @@ static void fan_summary_csv(FILE *f, const fan_row_t *r)
             r->hub_kb, r->beyond, r->fds, r->rss_mb, r->dec_busy,
             r->pre_busy, r->dec_idle, r->dec_idle_max, r->pre_idle,
             r->pre_idle_max, r->base_t, r->base_c, r->base_tf, r->base_cf);
+    fprintf(f, ",%s,%.4f,%.3f,%.3f,%.3f\n", r->ucx_op ? r->ucx_op : "",
+            r->ucx_gbs, r->x_ucx, r->ucx_dec_busy, r->ucx_pre_busy);
 }
 
 static const char fan_summary_header[] =
@@ -554,7 +579,7 @@ static const char fan_summary_header[] =
     "late_max_ms,hub_conn_cpu_ms,pre_conn_cpu_ms,hub_kb_connect,"
     "hub_kb_per_peer,beyond_ucx_kb,hub_fds_per_peer,hub_rss_mb,dec_busy,"
     "pre_busy,dec_idle,dec_idle_max,pre_idle,pre_idle_max,base_target_kb,base_creator_kb,base_target_fds,"
-    "base_creator_fds\n";
+    "base_creator_fds,ucx_op,ucx_gbs,x_ucx,ucx_dec_busy,ucx_pre_busy\n";
 
 /* ---- cold --------------------------------------------------------------- */
 
@@ -853,6 +878,10 @@ unsigned fan_report_close(fan_report_t *rep)
     for (i = 0; i < rep->nres; ++i) {
         failed += !rep->res[i].ok && (rep->res[i].test != FAN_T_UCX);
         failed += (rep->res[i].test == FAN_T_UCX) && !rep->res[i].base_ok;
+        /* the bare-UCX transfers of a point that ran */
+        failed += rep->o->baseline && rep->res[i].ok &&
+                  (rep->res[i].test != FAN_T_UCX) &&
+                  !rep->res[i].base_xfer_ok;
     }
     for (i = 0; i < rep->ncold; ++i) {
         failed += !rep->cold[i].ok;

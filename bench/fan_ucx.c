@@ -24,6 +24,7 @@
  */
 #include "config.h"
 #include "fan.h"
+#include "fan_ucx.h"
 
 #include <inttypes.h>
 #include <poll.h>
@@ -78,7 +79,7 @@ static void fan_ucx_fini(fan_ucx_t *u)
     ucp_cleanup(u->ctx);
 }
 
-static char *fan_hex(const void *p, size_t len)
+char *fan_hex(const void *p, size_t len)
 {
     static const char digits[] = "0123456789abcdef";
     const uint8_t *b = p;
@@ -95,12 +96,13 @@ static char *fan_hex(const void *p, size_t len)
     return s;
 }
 
-static int fan_unhex(const char *s, uint8_t *out, size_t max, size_t *len)
+int fan_unhex_n(const char *s, size_t n, uint8_t *out, size_t max,
+                size_t *len)
 {
-    size_t n = (s != NULL) ? strlen(s) : 1, i;
+    size_t i;
     unsigned v;
 
-    if ((n % 2) || (n / 2 > max)) {
+    if ((s == NULL) || (n % 2) || (n / 2 > max)) {
         return -1;
     }
     for (i = 0; i < n / 2; ++i) {
@@ -111,6 +113,11 @@ static int fan_unhex(const char *s, uint8_t *out, size_t max, size_t *len)
     }
     *len = n / 2;
     return 0;
+}
+
+static int fan_unhex(const char *s, uint8_t *out, size_t max, size_t *len)
+{
+    return fan_unhex_n(s, (s != NULL) ? strlen(s) : 1, out, max, len);
 }
 
 /* ---- target ------------------------------------------------------------- */
@@ -219,8 +226,8 @@ static ucs_status_t fan_ucx_wait(ucp_worker_h w, ucs_status_ptr_t req,
     return st;
 }
 
-static ucs_status_t fan_ucx_ep(fan_ucx_t *u, const ucp_address_t *addr,
-                               ucp_ep_h *ep)
+ucs_status_t fan_ucx_ep(ucp_worker_h worker, const ucp_address_t *addr,
+                        ucp_ep_h *ep)
 {
     ucp_ep_params_t ep_params;
     ucs_log_level_t saved;
@@ -239,12 +246,12 @@ static ucs_status_t fan_ucx_ep(fan_ucx_t *u, const ucp_address_t *addr,
     if (saved < UCS_LOG_LEVEL_DEBUG) {
         ucs_global_opts.log_component.log_level = UCS_LOG_LEVEL_FATAL;
     }
-    st = ucp_ep_create(u->worker, &ep_params, ep);
+    st = ucp_ep_create(worker, &ep_params, ep);
     ucs_global_opts.log_component.log_level = saved;
     if (st == UCS_ERR_UNREACHABLE) {
         /* as hixl.ErrorMode auto: shared memory cannot report a dead peer */
         ep_params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
-        st = ucp_ep_create(u->worker, &ep_params, ep);
+        st = ucp_ep_create(worker, &ep_params, ep);
     }
     return st;
 }
@@ -298,7 +305,7 @@ static int fan_ucx_creator_main(int fd, void *arg)
      * (as N engines writing at once: the target receives them together),
      * then a flush of each */
     for (i = 0; (i < n) && (st == UCS_OK); ++i) {
-        st = fan_ucx_ep(&u, (const ucp_address_t*)addr, &eps[i]);
+        st = fan_ucx_ep(u.worker, (const ucp_address_t*)addr, &eps[i]);
         if (st == UCS_OK) {
             st = ucp_ep_rkey_unpack(eps[i], rkbuf, &rkeys[i]);
         }

@@ -1,10 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # bench/fan with tiny sizes, so that the benchmark cannot rot: fan-in and
-# fan-out with N = 1, 2 (and the bare-UCX baseline they run), then the cold
-# test once, over shared memory and tcp.  It asserts what fan itself
-# checks: every run completed and the receiving side verified every byte
-# (exit status 0; 3 means bad data).  It measures nothing.
+# fan-out with N = 1, 2 (and the bare-UCX transfers and endpoints they run
+# beside), then the cold test once, over shared memory and tcp.  It
+# asserts what fan itself checks: every run completed and the receiving
+# side verified every byte (exit status 0; 3 means bad data).  It measures
+# nothing.
 set -u
 # automake runs tests from the build directory (VPATH builds included)
 builddir=$(pwd)
