@@ -9,12 +9,16 @@
  *  - deregistration and finalize in the middle of a warming end it without
  *    a fault (a write into memory already unmapped would be one);
  *  - with hixl.PrefaultMem=none nothing is warmed and the wait returns at
- *    once.
+ *    once;
+ *  - the same wait covers a peer's memory mapped here (shared memory): a
+ *    write into it after the wait takes no page faults, where a writer
+ *    that does not pre-fault takes one per page (so the check can fail).
  */
 #include "harness.h"
 
 #include <stdint.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #define SMALL (48u << 20)
 #define LARGE (512u << 20)   /* seconds of warming: still running at once */
@@ -94,6 +98,71 @@ START_TEST(test_prefault_none_warms_nothing)
 }
 END_TEST
 
+static long minor_faults(void)
+{
+    struct rusage ru;
+
+    ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
+    return ru.ru_minflt;
+}
+
+/* A write of LARGE bytes (long enough to pre-fault that a transfer which
+ * does not wait for it races it) from a fresh writer engine into the
+ * decode's allocation; the minor faults the process took meanwhile. */
+static long faults_of_first_write(hixl_engine_t *decode, void *dst,
+                                  const uint8_t *src, uint64_t seed,
+                                  const char *prefault)
+{
+    hixl_engine_t *w = hx_engine("127.0.0.1", "hixl.PrefaultMem", prefault,
+                                 NULL);
+    hixl_transfer_op_desc_t d = {(uintptr_t)src, (uintptr_t)dst, LARGE};
+    hixl_mem_handle_t h = hx_register(w, (void*)src, LARGE);
+    long before;
+
+    hx_connect(w, hixl_engine_name(decode));
+    /* the decode's region is announced at connect; its pre-fault (if any)
+     * is waited for here */
+    hx_ok(hixl_mem_warm_wait(w, HX_OP_TIMEOUT_MS));
+    before = minor_faults();
+    hx_transfer(w, hixl_engine_name(decode), HIXL_WRITE, &d, 1, 0);
+    before = minor_faults() - before;
+    hx_pat_assert(dst, LARGE, seed, 0, "the decode's allocation");
+    hx_ok(hixl_deregister_mem(w, h));
+    hx_ok(hixl_finalize(w));
+    return before;
+}
+
+START_TEST(test_peer_memory_prefaulted_by_the_wait)
+{
+    hixl_engine_t *decode;
+    hixl_mem_handle_t h;
+    uint8_t *src = hx_alloc_pages(LARGE);
+    long cold, prefaulted, pages = LARGE / 4096;
+    void *dst;
+
+    hx_use_tls(1);   /* sm: memory UCX maps into the writer */
+    decode = hx_engine("127.0.0.1:0", "hixl.ListenEphemeral", "1", NULL);
+    hx_ok(hixl_alloc_mem(decode, LARGE, HIXL_MEM_HOST, &dst, &h));
+    hx_ok(hixl_mem_warm_wait(decode, HX_OP_TIMEOUT_MS));
+    hx_pat_fill(src, LARGE, 41, 0);
+    cold = faults_of_first_write(decode, dst, src, 41, "none");
+    hx_pat_fill(src, LARGE, 42, 0);
+    prefaulted = faults_of_first_write(decode, dst, src, 42, "auto");
+    /* a copy into a mapping without page tables faults once per page
+     * (fewer with huge pages, which this shared memory does not get) */
+    ck_assert_msg(cold >= pages / 2, "a writer without pre-fault took only "
+                  "%ld faults for %ld pages: the copy did not go through a "
+                  "mapping of the peer's memory, and this test proves "
+                  "nothing", cold, pages);
+    ck_assert_msg(prefaulted <= pages / 16, "%ld faults for %ld pages after "
+                  "hixl_mem_warm_wait (%ld without pre-fault)", prefaulted,
+                  pages, cold);
+    hx_ok(hixl_deregister_mem(decode, h));
+    hx_ok(hixl_finalize(decode));
+    hx_free_pages(src, LARGE);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s  = suite_create("warm");
@@ -103,6 +172,7 @@ int main(void)
     tcase_add_test(tc, test_wait_and_its_arguments);
     tcase_add_test(tc, test_deregister_and_finalize_while_warming);
     tcase_add_test(tc, test_prefault_none_warms_nothing);
+    tcase_add_test(tc, test_peer_memory_prefaulted_by_the_wait);
     suite_add_tcase(s, tc);
     return hx_main(s);
 }

@@ -277,11 +277,13 @@ HIXL_API hixl_status_t hixl_alloc_mem(hixl_engine_t *engine, size_t len,
  * hixl.PrefaultMem auto or all) is warm: the engine writes every page of it
  * once in the background, without changing a byte, because where memory is
  * backed lazily (cloud VMs, containers) filled page tables alone leave the
- * first transfer into it several times slower than the second.  Warming a
- * GiB takes seconds; nothing has to wait for it, but a benchmark that
- * measures the first transfer should.  SUCCESS when nothing is being
- * warmed, TIMEOUT when something still is after timeout_ms (-1: no
- * limit).
+ * first transfer into it several times slower than the second.  The same
+ * wait covers the peers' memory mapped into this process so far (shared
+ * memory on one host), whose page tables the engine fills in the
+ * background as the peers announce it.  Warming a GiB takes seconds;
+ * nothing has to wait for it, but a benchmark that measures the first
+ * transfer should.  SUCCESS when nothing is being warmed or pre-faulted,
+ * TIMEOUT when something still is after timeout_ms (-1: no limit).
  */
 HIXL_API hixl_status_t hixl_mem_warm_wait(hixl_engine_t *engine,
                                           int32_t timeout_ms);

@@ -29,6 +29,7 @@ typedef struct hixl_bg_item {
 
 typedef struct hixl_prefault_item {
     hixl_bg_item_t bg;   /* first */
+    hixl_engine_t *engine;
     const void    *addr;
     size_t         len;
 } hixl_prefault_item_t;
@@ -47,7 +48,8 @@ struct hixl_warm {
 struct hixl_warming {
     pthread_mutex_t lock;       /* held while a chunk is written */
     pthread_cond_t  cond;       /* pending went down */
-    unsigned        pending;    /* warms queued or running */
+    unsigned        pending;    /* warms and pre-faults queued or
+                                 * running (hixl_mem_warm_wait) */
     int             stopping;
 };
 
@@ -59,20 +61,43 @@ static int hixl_bg_queue(hixl_engine_t *engine)
     return (engine->prefaulter != NULL) ? 0 : -1;
 }
 
+/* Work for hixl_mem_warm_wait: counted when queued, settled when it ran
+ * or was dropped. */
+static void hixl_pending_add(struct hixl_warming *g)
+{
+    pthread_mutex_lock(&g->lock);
+    ++g->pending;
+    pthread_mutex_unlock(&g->lock);
+}
+
+static void hixl_pending_settle(struct hixl_warming *g)
+{
+    pthread_mutex_lock(&g->lock);
+    --g->pending;
+    pthread_cond_broadcast(&g->cond);
+    pthread_mutex_unlock(&g->lock);
+}
+
 /* ---- pre-faulting peers' memory mapped here ------------------------------- */
 
 static void hixl_prefault_work(hixl_work_t *work)
 {
     hixl_prefault_item_t *item = (hixl_prefault_item_t*)work;
+    uint64_t start             = hixl_now_ns();
     int err                    = hixl_prefault(item->addr, item->len);
 
-    hixl_log_debug("pre-faulted a peer's region [%p, +%zu): %s",
-                   item->addr, item->len, err ? strerror(err) : "done");
+    hixl_log_debug("pre-faulted a peer's region [%p, +%zu): %s in %.3f s",
+                   item->addr, item->len, err ? strerror(err) : "done",
+                   (double)(hixl_now_ns() - start) / 1e9);
+    hixl_pending_settle(item->engine->warming);
     free(item);
 }
 
-static void hixl_prefault_item_drop(hixl_bg_item_t *item)
+static void hixl_prefault_item_drop(hixl_bg_item_t *bg)
 {
+    hixl_prefault_item_t *item = (hixl_prefault_item_t*)bg;
+
+    hixl_pending_settle(item->engine->warming);
     free(item);
 }
 
@@ -80,15 +105,19 @@ void hixl_prefault_later(hixl_engine_t *engine, const void *addr, size_t len)
 {
     hixl_prefault_item_t *item;
 
-    item = (hixl_bg_queue(engine) == 0) ? calloc(1, sizeof(*item)) : NULL;
+    item = ((engine->warming != NULL) && (hixl_bg_queue(engine) == 0)) ?
+           calloc(1, sizeof(*item)) : NULL;
     if (item == NULL) {
         return;   /* an optimisation only */
     }
     item->bg.work.run = hixl_prefault_work;
     item->bg.drop     = hixl_prefault_item_drop;
+    item->engine      = engine;
     item->addr        = addr;
     item->len         = len;
+    hixl_pending_add(engine->warming);
     if (hixl_workq_post(engine->prefaulter, &item->bg.work) != 0) {
+        hixl_pending_settle(engine->warming);
         free(item);
     }
 }
@@ -105,12 +134,7 @@ static void hixl_warm_release(hixl_warm_t *w)
 /* The queue is done with w, run or not. */
 static void hixl_warm_settle(hixl_warm_t *w)
 {
-    struct hixl_warming *g = w->engine->warming;
-
-    pthread_mutex_lock(&g->lock);
-    --g->pending;
-    pthread_cond_broadcast(&g->cond);
-    pthread_mutex_unlock(&g->lock);
+    hixl_pending_settle(w->engine->warming);
     hixl_warm_release(w);
 }
 
@@ -158,9 +182,7 @@ hixl_warm_t *hixl_warm_later(hixl_engine_t *engine, void *addr, size_t len)
     w->addr        = addr;
     w->len         = len;
     atomic_init(&w->refs, 2);   /* the region's and the queue's */
-    pthread_mutex_lock(&g->lock);
-    ++g->pending;
-    pthread_mutex_unlock(&g->lock);
+    hixl_pending_add(g);
     if (hixl_workq_post(engine->prefaulter, &w->bg.work) != 0) {
         hixl_warm_settle(w);
         hixl_warm_release(w);
@@ -207,8 +229,9 @@ hixl_status_t hixl_mem_warm_wait(hixl_engine_t *engine, int32_t timeout_ms)
     pending = g->pending;
     pthread_mutex_unlock(&g->lock);
     if (pending > 0) {
-        return hixl_error(HIXL_TIMEOUT, "%u allocation(s) still being warmed "
-                          "after %d ms", pending, timeout_ms);
+        return hixl_error(HIXL_TIMEOUT, "%u allocation(s) or peer region(s) "
+                          "still being warmed or pre-faulted after %d ms",
+                          pending, timeout_ms);
     }
     return HIXL_SUCCESS;
 }

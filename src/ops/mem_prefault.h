@@ -36,7 +36,7 @@ void hixl_prefault_later(hixl_engine_t *engine, const void *addr, size_t len);
  * The region holds the returned warming (NULL: none, an optimisation
  * only) and cancels it before the memory goes: hixl_warm_cancel returns
  * once no page of it will be written again.  hixl_mem_warm_wait (hixl.h)
- * waits for the warming queued so far.
+ * waits for the warming and the pre-faulting queued so far.
  */
 hixl_warm_t *hixl_warm_later(hixl_engine_t *engine, void *addr, size_t len);
 void hixl_warm_cancel(hixl_warm_t *warm);

@@ -366,14 +366,21 @@ hixl_status_t hixl_alloc_mem(hixl_engine_t *engine, size_t len,
     }
     if ((status == HIXL_SUCCESS) && (type == HIXL_MEM_HOST) &&
         (engine->opts.prefault != HIXL_PREFAULT_NONE)) {
-        /* fresh memory of our own: page tables now, every page written
-         * in the background (the bytes stay zero or the application's) */
-        hixl_mem_prefault(region);
+        /* fresh memory of our own: every page written in the background
+         * (the bytes stay zero or the application's).  Not pre-faulted
+         * first: memory backed lazily by a hypervisor stays slow to copy
+         * into after MADV_POPULATE_WRITE even once every page has been
+         * written (util/prefault.h), while a first write that faults the
+         * page in makes it fast.  Page tables now only where the warming
+         * cannot be queued. */
         pthread_mutex_lock(&engine->lock);
         region->warm = hixl_warm_later(engine,
                                        (void*)(uintptr_t)region->range.addr,
                                        region->range.len);
         pthread_mutex_unlock(&engine->lock);
+        if (region->warm == NULL) {
+            hixl_mem_prefault(region);
+        }
     }
     if (status == HIXL_SUCCESS) {
         *addr_p   = (void*)(uintptr_t)region->range.addr;
