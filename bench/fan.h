@@ -174,9 +174,11 @@ int  fan_prefill_main(int fd, void *arg);
 /* The pattern seed of a slice: bench/common's pattern, keyed by the
  * measurement, the pass and the peer. */
 uint64_t fan_seed(unsigned point, unsigned pass, unsigned peer);
-/* Check a slice the prefills wrote: 0, or -1 and what was wrong in msg. */
-int fan_verify(const uint8_t *buf, size_t len, uint64_t seed, char *msg,
-               size_t msg_len);
+/* A decode's answer to a coordinator line about its memory: VERIFY (ok=0
+ * with `broken` when that is not NULL), QUIT.  0 go on, 1 QUIT, -1 a line
+ * it does not know (answered with ERR). */
+int fan_decode_line(int fd, const char *line, const uint8_t *mem,
+                    size_t mem_len, const char *broken);
 
 typedef struct fan_peer fan_peer_t;
 /* One value per peer as a comma list into buf (the CONNECTED and DONE

@@ -44,8 +44,9 @@ uint64_t fan_seed(unsigned point, unsigned pass, unsigned peer)
                            peer);
 }
 
-int fan_verify(const uint8_t *buf, size_t len, uint64_t seed, char *msg,
-               size_t msg_len)
+/* Check a slice the prefills wrote: 0, or -1 and what was wrong in msg. */
+static int fan_verify(const uint8_t *buf, size_t len, uint64_t seed,
+                      char *msg, size_t msg_len)
 {
     bc_pattern_diff_t diff;
 
@@ -144,14 +145,38 @@ static int fan_region(hixl_engine_t *engine, int alloc, size_t len,
     return 0;
 }
 
+int fan_decode_line(int fd, const char *line, const uint8_t *mem,
+                    size_t mem_len, const char *broken)
+{
+    uint64_t off, len, seed;
+    char msg[200];
+
+    if (!strcmp(line, "QUIT")) {
+        return 1;
+    }
+    if (!strncmp(line, "VERIFY", 6) && !bc_kv_u64(line, "off", &off) &&
+        !bc_kv_u64(line, "len", &len) && !bc_kv_u64(line, "seed", &seed) &&
+        (off <= mem_len) && (len <= mem_len - off)) {
+        if (broken != NULL) {
+            fan_child_send(fd, "VERIFIED ok=0 msg=%s", broken);
+        } else if (fan_verify(mem + off, len, seed, msg, sizeof(msg))) {
+            fan_child_send(fd, "VERIFIED ok=0 msg=%s", msg);
+        } else {
+            fan_child_send(fd, "VERIFIED ok=1");
+        }
+        return 0;
+    }
+    fan_child_send(fd, "ERR msg=unexpected line: %.80s", line);
+    return -1;
+}
+
 int fan_decode_main(int fd, void *arg)
 {
     const fan_engine_cfg_t *cfg = arg;
     hixl_engine_t *engine;
-    uint64_t off, len, seed;
     uint8_t *mem = NULL;
-    char *line, msg[200];
-    int rc = FAN_EXIT_ERROR;
+    char *line;
+    int rc = FAN_EXIT_ERROR, r = -1;
 
     engine = fan_engine_init(cfg, FAN_OPT_DECODE, fd);
     if (engine == NULL) {
@@ -166,25 +191,11 @@ int fan_decode_main(int fd, void *arg)
     fan_child_send(fd, "READY engine=%s addr=%" PRIu64 " len=%zu pid=%d",
                    hixl_engine_name(engine), (uint64_t)(uintptr_t)mem,
                    cfg->region_len, (int)getpid());
-    while (fan_child_recv(fd, &line) == 0) {
-        if (!strcmp(line, "QUIT")) {
-            rc = FAN_EXIT_OK;
-            break;
-        }
-        if (!strncmp(line, "VERIFY", 6) && !bc_kv_u64(line, "off", &off) &&
-            !bc_kv_u64(line, "len", &len) &&
-            !bc_kv_u64(line, "seed", &seed) &&
-            (off <= cfg->region_len) && (len <= cfg->region_len - off)) {
-            if (fan_verify(mem + off, len, seed, msg, sizeof(msg))) {
-                fan_child_send(fd, "VERIFIED ok=0 msg=%s", msg);
-            } else {
-                fan_child_send(fd, "VERIFIED ok=1");
-            }
-            continue;
-        }
-        fan_child_send(fd, "ERR msg=unexpected line: %.80s", line);
-        break;
+    while ((fan_child_recv(fd, &line) == 0) &&
+           ((r = fan_decode_line(fd, line, mem, cfg->region_len,
+                                 NULL)) == 0)) {
     }
+    rc = (r > 0) ? FAN_EXIT_OK : FAN_EXIT_ERROR;
 out:
     hixl_finalize(engine);     /* deregisters (and frees hixl's memory) */
     if ((mem != NULL) && (cfg->alloc == FAN_ALLOC_MMAP)) {

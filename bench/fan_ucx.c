@@ -44,33 +44,40 @@ typedef struct fan_ucx {
     ucp_worker_h  worker;
 } fan_ucx_t;
 
-static int fan_ucx_init(fan_ucx_t *u, int fd)
+int fan_ucx_open(int fd, uint64_t features, ucs_thread_mode_t mode,
+                 ucp_context_h *ctx, ucp_worker_h *worker)
 {
     ucp_worker_params_t wparams;
     ucp_params_t params;
     ucs_status_t st;
 
     memset(&params, 0, sizeof(params));
-    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME |
-                        UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-    params.features   = UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP;
+    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
+    params.features   = features;
     params.name       = "fan-ucx";
-    st = ucp_init(&params, NULL, &u->ctx);
+    st = ucp_init(&params, NULL, ctx);
     if (st != UCS_OK) {
         fan_child_send(fd, "ERR msg=ucp_init: %s", ucs_status_string(st));
         return -1;
     }
     memset(&wparams, 0, sizeof(wparams));
     wparams.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wparams.thread_mode = UCS_THREAD_MODE_MULTI;
-    st = ucp_worker_create(u->ctx, &wparams, &u->worker);
+    wparams.thread_mode = mode;
+    st = ucp_worker_create(*ctx, &wparams, worker);
     if (st != UCS_OK) {
         fan_child_send(fd, "ERR msg=ucp_worker_create: %s",
                        ucs_status_string(st));
-        ucp_cleanup(u->ctx);
+        ucp_cleanup(*ctx);
+        *ctx = NULL;
         return -1;
     }
     return 0;
+}
+
+static int fan_ucx_init(fan_ucx_t *u, int fd)
+{
+    return fan_ucx_open(fd, UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP,
+                        UCS_THREAD_MODE_MULTI, &u->ctx, &u->worker);
 }
 
 static void fan_ucx_fini(fan_ucx_t *u)
@@ -120,6 +127,39 @@ static int fan_unhex(const char *s, uint8_t *out, size_t max, size_t *len)
     return fan_unhex_n(s, (s != NULL) ? strlen(s) : 1, out, max, len);
 }
 
+int fan_ucx_card_make(ucp_context_h ctx, ucp_worker_h worker,
+                      ucp_mem_h memh, fan_ucx_card_t *card)
+{
+    ucp_address_t *addr = NULL;
+    size_t addr_len, rkey_len;
+    void *rkey = NULL;
+
+    card->addr_hex = card->rkey_hex = NULL;
+    if ((ucp_rkey_pack(ctx, memh, &rkey, &rkey_len) == UCS_OK) &&
+        (ucp_worker_get_address(worker, &addr, &addr_len) == UCS_OK)) {
+        card->addr_hex = fan_hex(addr, addr_len);
+        card->rkey_hex = fan_hex(rkey, rkey_len);
+    }
+    if (addr != NULL) {
+        ucp_worker_release_address(worker, addr);
+    }
+    if (rkey != NULL) {
+        ucp_rkey_buffer_release(rkey);
+    }
+    if ((card->addr_hex == NULL) || (card->rkey_hex == NULL)) {
+        fan_ucx_card_free(card);
+        return -1;
+    }
+    return 0;
+}
+
+void fan_ucx_card_free(fan_ucx_card_t *card)
+{
+    free(card->addr_hex);
+    free(card->rkey_hex);
+    card->addr_hex = card->rkey_hex = NULL;
+}
+
 /* ---- target ------------------------------------------------------------- */
 
 static int fan_ucx_target_main(int fd, void *arg)
@@ -127,10 +167,8 @@ static int fan_ucx_target_main(int fd, void *arg)
     const fan_ucx_cfg_t *cfg = arg;
     ucp_mem_map_params_t mp;
     ucp_mem_attr_t attr;
-    ucp_address_t *addr = NULL;
-    size_t addr_len, rkey_len;
-    void *rkey = NULL;
-    char *ahex = NULL, *rhex = NULL, *line;
+    fan_ucx_card_t card = {NULL, NULL};
+    char *line;
     struct pollfd pfd = {fd, POLLIN, 0};
     ucp_mem_h memh = NULL;
     fan_ucx_t u;
@@ -147,10 +185,7 @@ static int fan_ucx_target_main(int fd, void *arg)
     attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
     if ((ucp_mem_map(u.ctx, &mp, &memh) != UCS_OK) ||
         (ucp_mem_query(memh, &attr) != UCS_OK) ||
-        (ucp_rkey_pack(u.ctx, memh, &rkey, &rkey_len) != UCS_OK) ||
-        (ucp_worker_get_address(u.worker, &addr, &addr_len) != UCS_OK) ||
-        ((ahex = fan_hex(addr, addr_len)) == NULL) ||
-        ((rhex = fan_hex(rkey, rkey_len)) == NULL)) {
+        (fan_ucx_card_make(u.ctx, u.worker, memh, &card) != 0)) {
         fan_child_send(fd, "ERR msg=UCX set-up of the target failed");
         goto out;
     }
@@ -158,8 +193,8 @@ static int fan_ucx_target_main(int fd, void *arg)
     /* the passive side: what fails is reported by the creator's statuses,
      * and a creator's exit makes UCX log each lost tcp connection here */
     ucs_global_opts.log_component.log_level = UCS_LOG_LEVEL_FATAL;
-    fan_child_send(fd, "READY addr=%s rkey=%s base=%" PRIu64, ahex, rhex,
-                   (uint64_t)(uintptr_t)attr.address);
+    fan_child_send(fd, "READY addr=%s rkey=%s base=%" PRIu64, card.addr_hex,
+                   card.rkey_hex, (uint64_t)(uintptr_t)attr.address);
     /* progress until QUIT: a passive side over tcp must accept and answer
      * the wire-up; nap when there is nothing to do */
     for (;;) {
@@ -172,14 +207,7 @@ static int fan_ucx_target_main(int fd, void *arg)
         }
     }
 out:
-    free(ahex);
-    free(rhex);
-    if (addr != NULL) {
-        ucp_worker_release_address(u.worker, addr);
-    }
-    if (rkey != NULL) {
-        ucp_rkey_buffer_release(rkey);
-    }
+    fan_ucx_card_free(&card);
     if (memh != NULL) {
         ucp_mem_unmap(u.ctx, memh);
     }

@@ -12,6 +12,22 @@
 #include <stdint.h>
 #include <ucp/api/ucp.h>
 
+/* A UCP context with these features and one worker in this thread mode,
+ * as the engines set them up; 0, or -1 after an ERR line on fd. */
+int fan_ucx_open(int fd, uint64_t features, ucs_thread_mode_t mode,
+                 ucp_context_h *ctx, ucp_worker_h *worker);
+/* What a target announces: its worker address and a region's rkey, as hex
+ * for a coordinator line. */
+typedef struct fan_ucx_card {
+    char *addr_hex;
+    char *rkey_hex;
+} fan_ucx_card_t;
+
+/* 0, or -1 (nothing to free then). */
+int  fan_ucx_card_make(ucp_context_h ctx, ucp_worker_h worker,
+                       ucp_mem_h memh, fan_ucx_card_t *card);
+void fan_ucx_card_free(fan_ucx_card_t *card);
+
 /* len bytes as lower-case hex (malloc'ed), or NULL */
 char *fan_hex(const void *p, size_t len);
 /* The first n characters of s as bytes (at most max): 0, or -1 when they

@@ -68,31 +68,19 @@ typedef struct fan_ucx_proc {
 
 static int fan_ucx_proc_init(fan_ucx_proc_t *u, size_t len, int fd)
 {
-    ucp_worker_params_t wparams;
     ucp_mem_map_params_t mp;
     ucp_mem_attr_t attr;
-    ucp_params_t params;
     ucs_status_t st;
 
     memset(u, 0, sizeof(*u));
     u->efd = -1;
-    memset(&params, 0, sizeof(params));
-    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
-    params.features   = UCP_FEATURE_RMA | UCP_FEATURE_AM |
-                        UCP_FEATURE_WAKEUP;
-    params.name       = "fan-ucx";
-    st = ucp_init(&params, NULL, &u->ctx);
-    if (st != UCS_OK) {
-        fan_child_send(fd, "ERR msg=ucp_init: %s", ucs_status_string(st));
+    /* one thread drives the worker: UCX's fast path, as a user would */
+    if (fan_ucx_open(fd, UCP_FEATURE_RMA | UCP_FEATURE_AM |
+                     UCP_FEATURE_WAKEUP, UCS_THREAD_MODE_SINGLE, &u->ctx,
+                     &u->worker) != 0) {
         return -1;
     }
-    memset(&wparams, 0, sizeof(wparams));
-    wparams.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
-    st = ucp_worker_create(u->ctx, &wparams, &u->worker);
-    if (st == UCS_OK) {
-        st = ucp_worker_get_efd(u->worker, &u->efd);
-    }
+    st = ucp_worker_get_efd(u->worker, &u->efd);
     if (st == UCS_OK) {
         memset(&mp, 0, sizeof(mp));
         mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH |
@@ -262,64 +250,43 @@ static int fan_ucx_set_handler(fan_ucx_proc_t *u, unsigned id,
 static int fan_ucx_decode_main(int fd, void *arg)
 {
     const fan_engine_cfg_t *cfg = arg;
-    ucp_address_t *addr = NULL;
-    size_t addr_len, rkey_len;
-    void *rkey = NULL;
-    char *ahex = NULL, *rhex = NULL, *line, msg[200];
-    uint64_t off, len, seed;
+    fan_ucx_card_t card = {NULL, NULL};
+    char *line, broken[120];
     fan_ucx_proc_t u;
-    int rc = FAN_EXIT_ERROR;
+    int rc = FAN_EXIT_ERROR, r;
 
     if (fan_ucx_proc_init(&u, cfg->region_len, fd) != 0) {
         goto out;
     }
     if ((fan_ucx_set_handler(&u, FAN_UCX_AM_DATA, fan_ucx_on_data, &u)) ||
         (fan_ucx_set_handler(&u, FAN_UCX_AM_FENCE, fan_ucx_on_fence, &u)) ||
-        (ucp_rkey_pack(u.ctx, u.memh, &rkey, &rkey_len) != UCS_OK) ||
-        (ucp_worker_get_address(u.worker, &addr, &addr_len) != UCS_OK) ||
-        ((ahex = fan_hex(addr, addr_len)) == NULL) ||
-        ((rhex = fan_hex(rkey, rkey_len)) == NULL)) {
+        (fan_ucx_card_make(u.ctx, u.worker, u.memh, &card) != 0)) {
         fan_child_send(fd, "ERR msg=UCX set-up of the decode failed");
         goto out;
     }
     fan_child_send(fd, "READY engine=ucx addr=%" PRIu64 " len=%zu pid=%d "
                    "ucx=%s.%s", (uint64_t)(uintptr_t)u.mem, u.len,
-                   (int)getpid(), ahex, rhex);
+                   (int)getpid(), card.addr_hex, card.rkey_hex);
     for (;;) {
         if (!fan_ucx_progress(&u, fd, -1)) {
             continue;
         }
-        if ((fan_child_recv(fd, &line) != 0) || !strcmp(line, "QUIT")) {
-            rc = FAN_EXIT_OK;
+        if (fan_child_recv(fd, &line) != 0) {
             break;
         }
-        if (!strncmp(line, "VERIFY", 6) && !bc_kv_u64(line, "off", &off) &&
-            !bc_kv_u64(line, "len", &len) &&
-            !bc_kv_u64(line, "seed", &seed) && (off <= u.len) &&
-            (len <= u.len - off)) {
-            if (u.failed != UCS_OK) {
-                fan_child_send(fd, "VERIFIED ok=0 msg=a receive failed: %s",
-                               ucs_status_string(u.failed));
-            } else if (fan_verify(u.mem + off, len, seed, msg,
-                                  sizeof(msg))) {
-                fan_child_send(fd, "VERIFIED ok=0 msg=%s", msg);
-            } else {
-                fan_child_send(fd, "VERIFIED ok=1");
-            }
-            continue;
+        if (u.failed != UCS_OK) {
+            snprintf(broken, sizeof(broken), "a receive failed: %s",
+                     ucs_status_string(u.failed));
         }
-        fan_child_send(fd, "ERR msg=unexpected line: %.80s", line);
-        break;
+        r = fan_decode_line(fd, line, u.mem, u.len,
+                            (u.failed != UCS_OK) ? broken : NULL);
+        if (r != 0) {
+            rc = (r > 0) ? FAN_EXIT_OK : FAN_EXIT_ERROR;
+            break;
+        }
     }
 out:
-    free(ahex);
-    free(rhex);
-    if (addr != NULL) {
-        ucp_worker_release_address(u.worker, addr);
-    }
-    if (rkey != NULL) {
-        ucp_rkey_buffer_release(rkey);
-    }
+    fan_ucx_card_free(&card);
     fan_ucx_proc_fini(&u);
     return rc;
 }
