@@ -154,7 +154,9 @@ START_TEST(test_peer_memory_prefaulted_by_the_wait)
                   "%ld faults for %ld pages: the copy did not go through a "
                   "mapping of the peer's memory, and this test proves "
                   "nothing", cold, pages);
-    ck_assert_msg(prefaulted <= pages / 16, "%ld faults for %ld pages after "
+    /* a quarter, not none: a sanitized build's checks of each copy fault
+     * in its shadow pages (one per 8 pages copied) */
+    ck_assert_msg(prefaulted <= cold / 4, "%ld faults for %ld pages after "
                   "hixl_mem_warm_wait (%ld without pre-fault)", prefaulted,
                   pages, cold);
     hx_ok(hixl_deregister_mem(decode, h));
