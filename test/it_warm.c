@@ -11,8 +11,9 @@
  *  - with hixl.PrefaultMem=none nothing is warmed and the wait returns at
  *    once;
  *  - the same wait covers a peer's memory mapped here (shared memory): a
- *    write into it after the wait takes no page faults, where a writer
- *    that does not pre-fault takes one per page (so the check can fail).
+ *    write into it after the wait takes a small part of the page faults
+ *    of a writer that does not pre-fault, which takes one per page (so the
+ *    check can fail).
  */
 #include "harness.h"
 
