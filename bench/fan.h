@@ -128,6 +128,11 @@ void fan_kill_all(void);            /* signal handler path: every live child */
 /* Child side: the socket's line reader (blocking, no timeout: the
  * coordinator's death kills the child) and writer. */
 int  fan_child_recv(int fd, char **line_p);
+/* A child's command loop: cmd(arg, line) for every line until QUIT
+ * (FAN_EXIT_OK), a closed socket or a cmd that returns non-zero
+ * (FAN_EXIT_ERROR). */
+int  fan_child_serve(int fd, int (*cmd)(void *arg, const char *line),
+                     void *arg);
 int  fan_child_send(int fd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

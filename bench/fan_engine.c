@@ -279,8 +279,9 @@ void fan_peer_list(char *buf, size_t len, const fan_peer_t *peers,
     }
 }
 
-static int fan_prefill_cmd(fan_prefill_t *p, const char *line)
+static int fan_prefill_cmd(void *arg, const char *line)
 {
+    fan_prefill_t *p = arg;
     static char a[FAN_LINE_MAX / 3], b[FAN_LINE_MAX / 3];
     uint64_t t0, seed, passes, deadline;
     fan_sample_t s0, s1;
@@ -343,7 +344,6 @@ static int fan_prefill_cmd(fan_prefill_t *p, const char *line)
 int fan_prefill_main(int fd, void *arg)
 {
     fan_prefill_t p;
-    char *line;
     int rc = FAN_EXIT_ERROR;
 
     memset(&p, 0, sizeof(p));
@@ -369,15 +369,7 @@ int fan_prefill_main(int fd, void *arg)
     fan_child_send(fd, "READY engine=%s addr=%" PRIu64 " len=%zu pid=%d",
                    hixl_engine_name(p.engine), (uint64_t)(uintptr_t)p.src,
                    p.cfg->region_len, (int)getpid());
-    while (fan_child_recv(fd, &line) == 0) {
-        if (!strcmp(line, "QUIT")) {
-            rc = FAN_EXIT_OK;
-            break;
-        }
-        if (fan_prefill_cmd(&p, line) != 0) {
-            break;
-        }
-    }
+    rc = fan_child_serve(fd, fan_prefill_cmd, &p);
 out:
     hixl_finalize(p.engine);
     free(p.peers);

@@ -327,6 +327,22 @@ int fan_child_recv(int fd, char **line_p)
     return (*line_p != NULL) ? 0 : -1;
 }
 
+int fan_child_serve(int fd, int (*cmd)(void *arg, const char *line),
+                    void *arg)
+{
+    char *line;
+
+    while (fan_child_recv(fd, &line) == 0) {
+        if (!strcmp(line, "QUIT")) {
+            return FAN_EXIT_OK;
+        }
+        if (cmd(arg, line) != 0) {
+            break;
+        }
+    }
+    return FAN_EXIT_ERROR;
+}
+
 /* ---- /proc -------------------------------------------------------------- */
 
 double fan_ticks_per_sec(void)

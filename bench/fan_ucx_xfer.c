@@ -726,8 +726,9 @@ out:
 
 /* ---- prefill: commands ---------------------------------------------------- */
 
-static int fan_ucx_prefill_cmd(fan_ucx_prefill_t *pf, const char *line)
+static int fan_ucx_prefill_cmd(void *arg, const char *line)
 {
+    fan_ucx_prefill_t *pf = arg;
     static char a[FAN_LINE_MAX / 3], b[FAN_LINE_MAX / 3];
     uint64_t t0, seed, passes, deadline;
     fan_peer_t *list;
@@ -827,7 +828,6 @@ static void fan_ucx_prefill_close(fan_ucx_prefill_t *pf)
 static int fan_ucx_prefill_main(int fd, void *arg)
 {
     fan_ucx_prefill_t pf;
-    char *line;
     int rc = FAN_EXIT_ERROR;
 
     memset(&pf, 0, sizeof(pf));
@@ -845,15 +845,7 @@ static int fan_ucx_prefill_main(int fd, void *arg)
     }
     fan_child_send(fd, "READY engine=ucx addr=%" PRIu64 " len=%zu pid=%d",
                    (uint64_t)(uintptr_t)pf.u.mem, pf.u.len, (int)getpid());
-    while (fan_child_recv(fd, &line) == 0) {
-        if (!strcmp(line, "QUIT")) {
-            rc = FAN_EXIT_OK;
-            break;
-        }
-        if (fan_ucx_prefill_cmd(&pf, line) != 0) {
-            break;
-        }
-    }
+    rc = fan_child_serve(fd, fan_ucx_prefill_cmd, &pf);
 out:
     if (pf.peers != NULL) {
         fan_ucx_prefill_close(&pf);
