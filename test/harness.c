@@ -1408,6 +1408,18 @@ void hx_target_stall(hx_target_t *t, int ms)
     ck_assert_int_eq(hx_target_call(t, &cmd, NULL, NULL, NULL), 0);
 }
 
+void hx_stop_child(pid_t pid)
+{
+    int wstatus = 0;
+    pid_t r;
+
+    ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+    while (((r = waitpid(pid, &wstatus, WUNTRACED)) < 0) && (errno == EINTR)) {
+    }
+    ck_assert_msg((r == pid) && WIFSTOPPED(wstatus), "child %d did not stop "
+                  "(waitpid %d, status 0x%x)", (int)pid, (int)r, wstatus);
+}
+
 int hx_target_alive(hx_target_t *t, char *why, size_t whylen)
 {
     int wstatus = 0;

@@ -305,6 +305,11 @@ hixl_status_t hx_target_send_notify(hx_target_t *t, const char *remote,
  * transports that need target-side progress (tcp) transfers to it stall. */
 void hx_target_stall(hx_target_t *t, int ms);
 
+/* Stop a child process (SIGSTOP) and return once every thread of it has
+ * stopped: kill() returns before the stop has reached them, and on a
+ * loaded machine a thread may still run, and answer, for milliseconds. */
+void hx_stop_child(pid_t pid);
+
 /* 1 while the child runs; else 0 with how it ended in why. */
 int hx_target_alive(hx_target_t *t, char *why, size_t whylen);
 

@@ -573,7 +573,6 @@ START_TEST(test_failed_state)
     uint8_t *local;
     CommMem cm;
     hixl_status_t st;
-    int stopped;
 
     hx_use_tls(0);
     ck_assert_str_eq(hx_tls_label(), "UCX_TLS=tcp");
@@ -596,10 +595,7 @@ START_TEST(test_failed_state)
     hx_ok(HixlCSClientBatchPutSync(c, 1, &d, CS_WAIT_MS));
     cs_server_verify(&sp, 0, 0, CS_REGION_LEN, 21, 0);
 
-    ck_assert_int_eq(kill(sp.pid, SIGSTOP), 0);
-    /* stopped for certain before the batch (a signal is delivered late) */
-    ck_assert_int_eq(waitpid(sp.pid, &stopped, WUNTRACED), sp.pid);
-    ck_assert(WIFSTOPPED(stopped));
+    hx_stop_child(sp.pid);   /* stopped for certain before the batch */
     st = HixlCSClientBatchPutSync(c, 1, &d, 300);
     ck_assert_int_eq(kill(sp.pid, SIGCONT), 0);
     ck_assert_msg(st == HIXL_TIMEOUT, "a batch to a stopped server: %s",

@@ -156,7 +156,7 @@ static hixl_engine_t *it_stalled(const it_mode_t *m, hx_target_t *t,
     *local = hx_alloc_pages((size_t)IT_N * IT_PIECE);
     hx_register(e, *local, (size_t)IT_N * IT_PIECE);
     hx_connect(e, t->name);
-    ck_assert_int_eq(kill(t->pid, SIGSTOP), 0);
+    hx_stop_child(t->pid);
     it_post(e, t, *local, 300, reqs);
     return e;
 }

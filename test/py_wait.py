@@ -239,12 +239,21 @@ def finalize_part(c):
            "finalize while waiting: %r" % out)
 
 
+def stop(pid):
+    """SIGSTOP, and wait until it has reached every thread: kill() returns
+    before it has, and on a loaded machine a thread of the peer may still
+    run (and answer) for milliseconds after it."""
+    os.kill(pid, signal.SIGSTOP)
+    _, status = os.waitpid(pid, os.WUNTRACED)
+    return os.WIFSTOPPED(status)
+
+
 def death_part(h, c, kv_addr):
     """A peer killed while its transfers are waited on: FAILED."""
     vic = Peer("victim")
     info = vic.hear()
     h.connect(info["name"], OP_MS)
-    os.kill(vic.proc.pid, signal.SIGSTOP)
+    c.true(stop(vic.proc.pid), "the victim did not stop")
     reqs = [h.transfer_async(info["name"], hixl.WRITE, [
         (kv_addr, info["addr"], REGION)])[1] for _ in range(PIECES)]
     killer = threading.Timer(0.3, os.kill, (vic.proc.pid, signal.SIGKILL))
