@@ -10,6 +10,7 @@
 #include "config.h"
 #include "harness.h"
 #include "unit_core.h"
+#include "util/handle.h"
 
 #include <string.h>
 
@@ -209,6 +210,42 @@ START_TEST(test_for_each_finds_the_peers_requests)
 }
 END_TEST
 
+/* Slots are handed out in index order and made ready only when first
+ * taken: a handle naming one never taken finds nothing, the pool runs out
+ * at its size, and a steady window reuses the slots it returned. */
+START_TEST(test_pool_takes_fresh_slots_in_order)
+{
+    hixl_engine_t *engine = ut_engine_new(4);
+    hixl_req_pool_t *pool = &engine->reqs;
+    hixl_request_t *r[4];
+    uint32_t i;
+
+    ck_assert_uint_eq(atomic_load(&pool->used), 0);
+    ck_assert_ptr_null(hixl_req_lookup(pool, hixl_handle_make(pool->serial,
+                                                               0, 2)));
+    ck_assert_ptr_null(hixl_req_lookup(pool, hixl_handle_make(pool->serial,
+                                                               1, 2)));
+    for (i = 0; i < 4; ++i) {
+        ck_assert(hixl_req_available(pool));
+        r[i] = hixl_req_get(pool, engine);
+        ck_assert_ptr_eq(r[i], &pool->reqs[i]);
+        ck_assert_uint_eq(r[i]->index, i);
+        ck_assert_ptr_eq(r[i]->flush.cb, hixl_req_flushed);
+        ck_assert_ptr_eq(hixl_req_lookup(pool, r[i]->handle), r[i]);
+        ck_assert_uint_eq(atomic_load(&pool->used), i + 1);
+    }
+    ck_assert(!hixl_req_available(pool));
+    ck_assert_ptr_null(hixl_req_get(pool, engine));
+    hixl_req_discard(r[1]);
+    ck_assert(hixl_req_available(pool));
+    ck_assert_ptr_eq(hixl_req_get(pool, engine), r[1]);
+    for (i = 0; i < 4; ++i) {
+        hixl_req_discard(r[i]);
+    }
+    ut_engine_free(engine);
+}
+END_TEST
+
 static Suite *unit_request_suite(void)
 {
     Suite *s = suite_create("unit_request");
@@ -220,6 +257,7 @@ static Suite *unit_request_suite(void)
     tcase_add_test(tc, test_answer_hold);
     tcase_add_test(tc, test_timeout_orphan_returns_when_done);
     tcase_add_test(tc, test_for_each_finds_the_peers_requests);
+    tcase_add_test(tc, test_pool_takes_fresh_slots_in_order);
     suite_add_tcase(s, tc);
     return s;
 }

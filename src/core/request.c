@@ -26,8 +26,6 @@
 hixl_status_t hixl_req_pool_init(hixl_req_pool_t *pool, uint32_t size,
                                  uint16_t serial)
 {
-    uint32_t i;
-
     memset(pool, 0, sizeof(*pool));
     pool->reqs = calloc(size, sizeof(*pool->reqs));
     if (pool->reqs == NULL) {
@@ -36,14 +34,10 @@ hixl_status_t hixl_req_pool_init(hixl_req_pool_t *pool, uint32_t size,
     }
     pool->size   = size;
     pool->serial = serial;
-    /* free list in index order, so a quiet engine reuses the same slots */
-    for (i = size; i-- > 0;) {
-        pool->reqs[i].index     = i;
-        pool->reqs[i].next_free = pool->free_list;
-        pool->free_list         = &pool->reqs[i];
-        pool->reqs[i].flush.cb  = hixl_req_flushed;
-        atomic_init(&pool->reqs[i].state, HIXL_REQ_FREE);
-    }
+    /* the slots stay untouched until first taken (hixl_req_fresh); a zero
+     * slot reads as FREE to a lookup */
+    _Static_assert(HIXL_REQ_FREE == 0, "a zero slot is a free one");
+    atomic_init(&pool->used, 0);
     atomic_init(&pool->returned, NULL);
     atomic_init(&pool->done_waiters, 0);
     pthread_mutex_init(&pool->done_lock, NULL);
@@ -53,13 +47,13 @@ hixl_status_t hixl_req_pool_init(hixl_req_pool_t *pool, uint32_t size,
 
 void hixl_req_pool_cleanup(hixl_req_pool_t *pool)
 {
+    uint32_t i, used = atomic_load(&pool->used);
     hixl_request_t *req;
-    uint32_t i;
 
     if (pool->reqs == NULL) {
         return;
     }
-    for (i = 0; i < pool->size; ++i) {
+    for (i = 0; i < used; ++i) {
         req = &pool->reqs[i];
         if ((atomic_load(&req->state) != HIXL_REQ_FREE) &&
             (req->peer != NULL)) {
@@ -74,6 +68,24 @@ void hixl_req_pool_cleanup(hixl_req_pool_t *pool)
     memset(pool, 0, sizeof(*pool));
 }
 
+/* A slot never used yet, made ready (the taker only), or NULL when every
+ * slot has been used: lookups may read it from now, so it is published
+ * with a release store. */
+static hixl_request_t *hixl_req_fresh(hixl_req_pool_t *pool)
+{
+    uint32_t i = atomic_load_explicit(&pool->used, memory_order_relaxed);
+    hixl_request_t *req;
+
+    if (i == pool->size) {
+        return NULL;
+    }
+    req           = &pool->reqs[i];
+    req->index    = i;
+    req->flush.cb = hixl_req_flushed;
+    atomic_store_explicit(&pool->used, i + 1, memory_order_release);
+    return req;
+}
+
 hixl_request_t *hixl_req_get(hixl_req_pool_t *pool, hixl_engine_t *engine)
 {
     hixl_request_t *req = pool->hot;
@@ -84,11 +96,10 @@ hixl_request_t *hixl_req_get(hixl_req_pool_t *pool, hixl_engine_t *engine)
          * steady window cycles through the same few cache-warm slots */
         req = atomic_exchange(&pool->returned, NULL);
         if (req == NULL) {
-            req = pool->free_list;
+            req = hixl_req_fresh(pool);
             if (req == NULL) {
                 return NULL;
             }
-            pool->free_list = req->next_free;
             goto got;
         }
     }
@@ -173,9 +184,9 @@ hixl_request_t *hixl_req_lookup(hixl_req_pool_t *pool, uint64_t handle)
 void hixl_req_for_each(hixl_req_pool_t *pool, hixl_peer_t *peer,
                        void (*fn)(hixl_request_t *req, void *arg), void *arg)
 {
-    uint32_t i;
+    uint32_t i, used = atomic_load(&pool->used);
 
-    for (i = 0; i < pool->size; ++i) {
+    for (i = 0; i < used; ++i) {
         if (pool->reqs[i].peer == peer) {
             fn(&pool->reqs[i], arg);
         }

@@ -72,16 +72,21 @@ struct hixl_request {
  * engine->lock); hixl_req_put, from any thread (a status call, a UCX
  * callback for a request reported TIMEOUT), pushes onto `returned`, which
  * the taker empties into `hot` in one exchange when `hot` runs dry.  Slots
- * never used yet (free_list) come only after both, so that a steady window
- * reuses the same few.  No lock on the hot path, and no ABA: only the taker
- * pops.  done_lock / done_cond wake callers sleeping on a request. */
+ * never used yet (reqs[used..size)) come only after both, so that a steady
+ * window reuses the same few; they are zero (calloc) until first taken, so
+ * an engine touches only the pages of the slots it has used: the whole
+ * array (hixl.MaxRequests slots, several MiB) written at initialize cost
+ * every engine tens of milliseconds of page faults and its RSS.  No lock
+ * on the hot path, and no ABA: only the taker pops.  done_lock / done_cond
+ * wake callers sleeping on a request. */
 typedef struct hixl_req_pool {
     hixl_request_t           *reqs;
     uint32_t                  size;
     uint16_t                  serial;     /* the engine's: tags handles */
     uint64_t                  next_seq;   /* the taker's */
     hixl_request_t           *hot;        /* returned, the taker's now */
-    hixl_request_t           *free_list;  /* never used yet */
+    atomic_uint               used;       /* slots taken at least once:
+                                             written by the taker only */
     _Atomic(hixl_request_t *) returned;
     pthread_mutex_t           done_lock;
     pthread_cond_t            done_cond;
@@ -110,7 +115,9 @@ void hixl_req_discard(hixl_request_t *req);
  * may rely on the answer until it takes: the others only return). */
 static inline int hixl_req_available(hixl_req_pool_t *pool)
 {
-    return (pool->hot != NULL) || (pool->free_list != NULL) ||
+    return (pool->hot != NULL) ||
+           (atomic_load_explicit(&pool->used, memory_order_relaxed) <
+            pool->size) ||
            (atomic_load_explicit(&pool->returned, memory_order_relaxed) !=
             NULL);
 }

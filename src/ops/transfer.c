@@ -631,16 +631,16 @@ static int hixl_xfer_by_seq(const void *a, const void *b)
 static hixl_request_t **hixl_xfer_in_flight(hixl_engine_t *engine, size_t *n)
 {
     hixl_req_pool_t *pool = &engine->reqs;
+    uint32_t i, used      = atomic_load(&pool->used);   /* the rest: FREE */
     hixl_request_t **list;
     unsigned state;
-    uint32_t i;
 
     *n   = 0;
-    list = malloc(pool->size * sizeof(*list));
+    list = malloc((used ? used : 1) * sizeof(*list));
     if (list == NULL) {
         return NULL;
     }
-    for (i = 0; i < pool->size; ++i) {
+    for (i = 0; i < used; ++i) {
         state = atomic_load(&pool->reqs[i].state);
         if ((state == HIXL_REQ_ACTIVE) || (state == HIXL_REQ_DONE)) {
             list[(*n)++] = &pool->reqs[i];
