@@ -332,6 +332,95 @@ START_TEST(test_finalize_cancels_sm)
 }
 END_TEST
 
+/* Whether every 4 KiB block of buf holds pattern a or pattern b (the same
+ * index as its offset): what a WRITE may leave, landed or not, but never
+ * zeros or anything else. */
+static void assert_blocks_of(const uint8_t *buf, size_t len, uint64_t a,
+                             uint64_t b, const char *what)
+{
+    const size_t blk = 4096;
+    size_t off;
+
+    for (off = 0; off < len; off += blk) {
+        ck_assert_msg((hx_pat_find_bad(buf + off, blk, a, off) < 0) ||
+                      (hx_pat_find_bad(buf + off, blk, b, off) < 0),
+                      "%s: the 4 KiB at offset %zu hold neither the old "
+                      "pattern nor the written one", what, off);
+    }
+}
+
+/*
+ * Over tcp the library's WRITE messages are packed from the caller's
+ * buffer while UCX sends them.  The target is stopped, so most of a 64 MiB
+ * write is still in the initiator's hands when the connection is closed:
+ * the transfer ends FAILED, its buffer is unmapped at once, and the
+ * target then continues.  Whatever UCX still sends of the old connection
+ * must not read the unmapped buffer (the initiator would fault) and must
+ * not land as anything but the bytes that were written: read back over a
+ * new connection, every block holds the old or the new pattern.
+ */
+START_TEST(test_disconnect_stalled_tcp)
+{
+    const size_t len = 64 * HX_MIB;
+    hixl_transfer_op_desc_t d[64 * HX_MIB / PIECE];
+    hixl_transfer_status_t st;
+    hixl_status_t status;
+    hixl_engine_t *e;
+    hx_target_t t;
+    hixl_req_t req;
+    uint8_t *src, *back, *prev;
+    hixl_mem_handle_t mh;
+    int round;
+    size_t n;
+
+    hx_use_tls(0);
+    start_target(&t, len, NULL);
+    hx_target_fill(&t, 0, 0, len, 81, 0);
+    e   = hx_engine("127.0.0.1", "hixl.FinalizeTimeoutMs", "1000", NULL);
+    src = hx_alloc_pages(len);
+    hx_pat_fill(src, len, 82, 0);
+    mh = hx_register(e, src, len);
+    hx_ok(hixl_connect(e, t.name, HX_OP_TIMEOUT_MS));
+
+    hx_stop_child(t.pid);
+    n = big_descs(d, src, t.addr[0], len);
+    hx_ok(hixl_transfer_async(e, t.name, HIXL_WRITE, d, n, NULL, &req));
+    usleep(300 * 1000);   /* UCX fills the sockets meanwhile */
+    status = hixl_disconnect(e, t.name, 1);
+    ck_assert_msg((status == HIXL_SUCCESS) || (status == HIXL_TIMEOUT),
+                  "disconnect: %s", hixl_strerror(status));
+    st = hx_wait_req(e, req, &status);
+    ck_assert_msg(st == HIXL_TRANSFER_FAILED, "a write to a stopped target "
+                  "ended %d after its connection was closed", (int)st);
+    hx_ok(hixl_deregister_mem(e, mh));
+    hx_free_pages(src, len);   /* a later read of it faults */
+    ck_assert_int_eq(kill(t.pid, SIGCONT), 0);
+
+    /* the old connection's queue drains into the target; read back until
+     * two reads agree (bounded), then judge */
+    back = hx_alloc_pages(len);
+    prev = hx_alloc_pages(len);
+    mh   = hx_register(e, back, len);
+    hx_ok(hixl_connect(e, t.name, HX_OP_TIMEOUT_MS));
+    n = big_descs(d, back, t.addr[0], len);
+    for (round = 0; round < 20; ++round) {
+        usleep(250 * 1000);
+        memcpy(prev, back, len);
+        hx_ok(hixl_transfer_sync(e, t.name, HIXL_READ, d, n,
+                                 HX_OP_TIMEOUT_MS));
+        if ((round > 0) && (memcmp(prev, back, len) == 0)) {
+            break;
+        }
+    }
+    assert_blocks_of(back, len, 81, 82, "the target's region");
+    hx_ok(hixl_disconnect(e, t.name, HX_OP_TIMEOUT_MS));
+    hx_ok(hixl_finalize(e));
+    hx_free_pages(back, len);
+    hx_free_pages(prev, len);
+    hx_target_stop(&t);
+}
+END_TEST
+
 START_TEST(test_revoked_region_refused)
 {
     hixl_transfer_op_desc_t d;
@@ -434,6 +523,7 @@ int main(int argc, char **argv)
     tcase_add_loop_test(tc, test_finalize_drains, 0, hx_tls_count);
     tcase_add_test(tc, test_disconnect_cancels_sm);
     tcase_add_test(tc, test_finalize_cancels_sm);
+    tcase_add_test(tc, test_disconnect_stalled_tcp);
     tcase_add_loop_test(tc, test_revoked_region_refused, 0, hx_tls_count);
     tcase_add_test(tc, test_revoke_silent_peer_keeps_memory);
     suite_add_tcase(s, tc);

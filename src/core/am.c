@@ -22,9 +22,10 @@ typedef struct hixl_am_ctx {
     hixl_am_hdr_t       hdr;
     hixl_am_done_fn_t   on_done;
     void               *arg;
-    void               *copy;     /* the data's own copy (copy sends) */
     const void         *payload;  /* what the send packs (pack_dt) */
-    size_t              payload_len;
+    size_t              payload_len;   /* with the seal of a guarded one */
+    hixl_am_guard_t     guard;    /* begin NULL: unguarded */
+    int                 broken;   /* a guarded send's data was let go */
 } hixl_am_ctx_t;
 
 /* A message id's handler: what the dispatcher checks, whom it calls. */
@@ -128,16 +129,49 @@ static size_t hixl_am_pack_size(void *state)
     return ((const hixl_am_ctx_t*)state)->payload_len;
 }
 
+/* n bytes at offset of a guarded payload: the data while its guard lets
+ * it be read, zeros once it does not, then the seal (core/am.h).  UCX
+ * packs in order and may pack a part again (a send it had to retry). */
+static void hixl_am_pack_guarded(hixl_am_ctx_t *ctx, size_t offset,
+                                 char *dest, size_t n)
+{
+    size_t data_len = ctx->payload_len - HIXL_AM_SEAL_LEN;
+    size_t d        = (offset < data_len) ? data_len - offset : 0;
+    uint64_t seal;
+
+    if (d > n) {
+        d = n;
+    }
+    if (d > 0) {
+        if (!ctx->broken &&
+            ctx->guard.begin(ctx->engine, ctx->guard.arg, &ctx->hdr)) {
+            memcpy(dest, (const char*)ctx->payload + offset, d);
+            ctx->guard.end(ctx->guard.arg);
+        } else {
+            ctx->broken = 1;
+            memset(dest, 0, d);
+        }
+    }
+    if (n > d) {
+        seal = ctx->broken ? HIXL_AM_SEAL_BROKEN : HIXL_AM_SEAL;
+        memcpy(dest + d, (const char*)&seal + (offset + d - data_len), n - d);
+    }
+}
+
 static size_t hixl_am_pack(void *state, size_t offset, void *dest,
                            size_t max_length)
 {
-    const hixl_am_ctx_t *ctx = state;
-    size_t n                 = ctx->payload_len - offset;
+    hixl_am_ctx_t *ctx = state;
+    size_t n           = ctx->payload_len - offset;
 
     if (n > max_length) {
         n = max_length;
     }
-    memcpy(dest, (const char*)ctx->payload + offset, n);
+    if (ctx->guard.begin != NULL) {
+        hixl_am_pack_guarded(ctx, offset, dest, n);
+    } else {
+        memcpy(dest, (const char*)ctx->payload + offset, n);
+    }
     return n;
 }
 
@@ -194,7 +228,6 @@ void hixl_am_cleanup(hixl_engine_t *engine)
 
 static void hixl_am_ctx_done(hixl_am_ctx_t *ctx)
 {
-    free(ctx->copy);
     if (ctx->on_done != NULL) {
         ctx->on_done(ctx->arg, &ctx->hdr);
     }
@@ -227,7 +260,9 @@ static ucs_status_t hixl_am_post(ucp_ep_h ep, unsigned id, hixl_am_ctx_t *ctx,
     if (len > 0) {
         /* copied out, never zero-copy (hixl_am_pack_ops) */
         ctx->payload        = data;
-        ctx->payload_len    = len;
+        ctx->payload_len    = len + ((ctx->guard.begin != NULL) ?
+                                     HIXL_AM_SEAL_LEN : 0);
+        len                 = ctx->payload_len;
         param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
         param.datatype      = ctx->engine->am->pack_dt;
         data                = ctx;
@@ -243,7 +278,8 @@ static ucs_status_t hixl_am_post(ucp_ep_h ep, unsigned id, hixl_am_ctx_t *ctx,
 
 ucs_status_t hixl_am_send(hixl_engine_t *engine, ucp_ep_h ep, unsigned id,
                           const hixl_am_hdr_t *hdr, const void *data,
-                          size_t len, uint32_t flags, int copy,
+                          size_t len, uint32_t flags,
+                          const hixl_am_guard_t *guard,
                           hixl_am_done_fn_t on_done, void *arg)
 {
     hixl_am_ctx_t *ctx = hixl_am_ctx_get(engine);
@@ -257,14 +293,8 @@ ucs_status_t hixl_am_send(hixl_engine_t *engine, ucp_ep_h ep, unsigned id,
     ctx->hdr     = *hdr;
     ctx->on_done = on_done;
     ctx->arg     = arg;
-    if (copy && (len > 0)) {
-        ctx->copy = malloc(len);
-        if (ctx->copy == NULL) {
-            hixl_am_ctx_done(ctx);
-            return UCS_ERR_NO_MEMORY;
-        }
-        memcpy(ctx->copy, data, len);
-        data = ctx->copy;
+    if ((guard != NULL) && (len > 0)) {
+        ctx->guard = *guard;
     }
     return hixl_am_post(ep, id, ctx, data, len, flags);
 }
@@ -297,6 +327,24 @@ void hixl_am_send_small(hixl_engine_t *engine, ucp_ep_h ep, unsigned id,
 
 /* ---- receiving: the one dispatcher ------------------------------------------ */
 
+/* Whether data ends with an intact seal (core/am.h); if so, *length is
+ * the data's without it. */
+static int hixl_am_unseal(const void *data, size_t *length)
+{
+    uint64_t seal;
+
+    if ((data == NULL) || (*length < HIXL_AM_SEAL_LEN)) {
+        return 0;
+    }
+    memcpy(&seal, (const char*)data + *length - HIXL_AM_SEAL_LEN,
+           sizeof(seal));
+    if (seal != HIXL_AM_SEAL) {
+        return 0;
+    }
+    *length -= HIXL_AM_SEAL_LEN;
+    return 1;
+}
+
 /* Every handler's checks, once (am.h); arg is the id's hixl_am_handler_t. */
 static ucs_status_t hixl_am_dispatch(void *arg, const void *header,
                                      size_t header_length, void *data,
@@ -319,6 +367,10 @@ static ucs_status_t hixl_am_dispatch(void *arg, const void *header,
         /* the library sends eagerly (core/am_data.c, hixl_am_chunks): not
          * one of ours, and its sender's call ends with this status */
         return UCS_ERR_UNSUPPORTED;
+    }
+    if ((hd->flags & HIXL_AM_RECV_SEALED) && !hixl_am_unseal(data, &length)) {
+        data   = NULL;   /* its sender let its data go part-way */
+        length = 0;
     }
     return hd->cb(hd->engine, h, data, length,
                   has_reply ? param->reply_ep : NULL);

@@ -15,7 +15,10 @@
  *    used the REPLY flag), else it is dropped;
  *  - HIXL_AM_RECV_EAGER: it is not a rendezvous; the library sends those
  *    messages eagerly, so one that is not is not ours, and the sender's
- *    call ends with UCS_ERR_UNSUPPORTED.
+ *    call ends with UCS_ERR_UNSUPPORTED;
+ *  - HIXL_AM_RECV_SEALED: its payload ends with the seal of a guarded send
+ *    (hixl_am_guard_t), which is taken off; a message whose seal is
+ *    broken, or missing, reaches its handler with no data (NULL, 0).
  *
  * Every payload is packed by the transport (a UCX generic datatype): see
  * am.c for why the library's messages never go zero-copy.
@@ -49,15 +52,33 @@ typedef ucs_status_t (*hixl_am_recv_fn_t)(hixl_engine_t *engine,
 /* hixl_am_set_handler flags: what the dispatcher requires */
 #define HIXL_AM_RECV_REPLY_EP 1u   /* with a reply endpoint */
 #define HIXL_AM_RECV_EAGER    2u   /* not a rendezvous */
+#define HIXL_AM_RECV_SEALED   4u   /* sent guarded: seal checked, taken off */
+
+/*
+ * Data a send may read only while its owner has not let it go: a caller's
+ * buffer, which is the caller's again once its transfer was reported
+ * ended, although UCX may hold the send (a peer that cannot be reached
+ * keeps it queued until the network heals: core/ep_retire.h).  UCX packs
+ * a send part by part, when each part goes out; before each part begin
+ * says whether the data may be read, and keeps it so until end.  Once it
+ * says no, the rest goes out as zeros and the seal at the end of the
+ * payload is broken, so the receiver drops the whole message.
+ */
+typedef struct hixl_am_guard {
+    int  (*begin)(hixl_engine_t *engine, void *arg, const hixl_am_hdr_t *hdr);
+    void (*end)(void *arg);
+    void  *arg;
+} hixl_am_guard_t;
 
 /* Send hdr (+ len bytes of data) on ep with UCX's UCP_AM_SEND_FLAG_*
- * flags, from any thread.  The header is copied; data must outlive the
- * send unless copy is set, in which case the transport sends a copy of
- * its own.  on_done, if given, runs once in every case.  Returns UCX's
- * status: UCS_OK once posted. */
+ * flags, from any thread.  The header is copied; data is read while the
+ * send is in flight, under guard when one is given (the receiver's handler
+ * must then be HIXL_AM_RECV_SEALED).  on_done, if given, runs once in
+ * every case.  Returns UCX's status: UCS_OK once posted. */
 ucs_status_t hixl_am_send(hixl_engine_t *engine, ucp_ep_h ep, unsigned id,
                           const hixl_am_hdr_t *hdr, const void *data,
-                          size_t len, uint32_t flags, int copy,
+                          size_t len, uint32_t flags,
+                          const hixl_am_guard_t *guard,
                           hixl_am_done_fn_t on_done, void *arg);
 
 /* The same for an answer or a small message whose failure only matters to

@@ -22,10 +22,10 @@
 #include <string.h>
 
 #define HIXL_AM_CHUNK     (256 * 1024)
-/* WRITE data copied into UCX's queues at most, per channel: enough to
- * keep a tcp connection busy (tens of milliseconds of data), little enough
- * to hold on to while a peer that cannot be reached keeps it
- * (ep_retire.h). */
+/* WRITE data in UCX's hands at most, per channel: enough to keep a tcp
+ * connection busy (tens of milliseconds of data), little enough that a
+ * peer that cannot be reached does not hold many callers' transfers in
+ * a queue that will only fail (ep_retire.h). */
 #define HIXL_AM_WINDOW    (16u * 1024 * 1024)
 
 /* A WRITE waiting for room in its channel's window (counted in the
@@ -50,35 +50,53 @@ typedef struct hixl_am_data {
 /* REPLY: the target checks that it arrives on the connection's endpoint */
 #define HIXL_AM_DATA_FLAGS (UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER)
 
-/* A WRITE's copy is out of UCX's hands: it no longer counts in its
- * channel's window (hdr->chan: the channel's id when it was sent). */
-static void hixl_am_copy_done(void *arg, const hixl_am_hdr_t *hdr)
+/* A WRITE is out of UCX's hands: it no longer counts in its channel's
+ * window (hdr->chan: the channel's id when it was sent). */
+static void hixl_am_write_done(void *arg, const hixl_am_hdr_t *hdr)
 {
     hixl_chan_t *chan = arg;
 
-    /* a channel closed since has a new window, or none */
+    /* a channel stopped since has a new window, or none */
     if (chan->id == hdr->chan) {
         atomic_fetch_sub(&chan->am_window, (long)hdr->len);
     }
 }
 
-/*
- * Send a WRITE from a copy of its data: what UCX queues is the library's,
- * never the caller's, so a transfer that ends (its connection closed) lets
- * go of the caller's buffer at once although its endpoint may keep what is
- * queued until the network heals (ep_retire.h).  UCX's status: UCS_OK
- * once posted.
- */
-static ucs_status_t hixl_am_post_copy(hixl_engine_t *engine,
-                                      hixl_chan_t *chan,
-                                      const hixl_am_hdr_t *hdr,
-                                      const void *data)
+/* The guard of a WRITE's data (core/am.h): the caller's buffer may be
+ * read while the transfer's channel is open, which it is until just
+ * before the transfer is reported ended (hixl_chan_stop). */
+static int hixl_am_write_begin(hixl_engine_t *engine, void *arg,
+                               const hixl_am_hdr_t *hdr)
 {
-    /* the copy counts in the window until its send ends, whatever ends it
-     * (hixl_am_copy_done runs in every case) */
+    return hixl_chan_copy_begin(engine, arg, hdr->chan);
+}
+
+static void hixl_am_write_end(void *arg)
+{
+    hixl_chan_copy_end(arg);
+}
+
+/*
+ * Send a WRITE straight from the caller's buffer, which UCX packs part by
+ * part as the socket takes them, under the guard above: a transfer that
+ * ends (its connection closed) lets go of its buffer at once although its
+ * endpoint may keep the send until the network heals (ep_retire.h); what
+ * is packed after that is zeros under a broken seal, and the target drops
+ * it whole.  UCX's status: UCS_OK once posted.
+ */
+static ucs_status_t hixl_am_post_write(hixl_engine_t *engine,
+                                       hixl_chan_t *chan,
+                                       const hixl_am_hdr_t *hdr,
+                                       const void *data)
+{
+    const hixl_am_guard_t guard = {hixl_am_write_begin, hixl_am_write_end,
+                                   chan};
+
+    /* the WRITE counts in the window until its send ends, whatever ends
+     * it (hixl_am_write_done runs in every case) */
     atomic_fetch_add(&chan->am_window, (long)hdr->len);
     return hixl_am_send(engine, chan->ep, HIXL_AM_WRITE, hdr, data, hdr->len,
-                        HIXL_AM_DATA_FLAGS, 1, hixl_am_copy_done, chan);
+                        HIXL_AM_DATA_FLAGS, &guard, hixl_am_write_done, chan);
 }
 
 /* Whether a WRITE of len bytes may go now on chan: its window has room and
@@ -131,7 +149,7 @@ static ucs_status_t hixl_am_send_write(hixl_engine_t *engine,
         return ustatus;
     }
     pthread_spin_unlock(&pool->lock);
-    return hixl_am_post_copy(engine, chan, hdr, data);
+    return hixl_am_post_write(engine, chan, hdr, data);
 }
 
 /* A channel closed (channel.h's close hook, serve_lock held for writing):
@@ -219,7 +237,7 @@ static unsigned hixl_am_progress(hixl_engine_t *engine)
     pthread_spin_unlock(&pool->lock);
     for (i = 0; w != NULL; w = next, ++i) {
         next    = w->next;
-        ustatus = hixl_am_post_copy(engine, chans[i], &w->hdr, w->data);
+        ustatus = hixl_am_post_write(engine, chans[i], &w->hdr, w->data);
         pthread_spin_lock(&pool->lock);
         chans[i]->am_draining--;
         pthread_spin_unlock(&pool->lock);
@@ -260,7 +278,7 @@ static ucs_status_t hixl_am_request(hixl_engine_t *engine, hixl_chan_t *chan,
         ustatus = hixl_am_send_write(engine, chan, req, &hdr, data);
     } else {
         ustatus = hixl_am_send(engine, chan->ep, id, &hdr, NULL, 0,
-                               HIXL_AM_DATA_FLAGS, 0, NULL, NULL);
+                               HIXL_AM_DATA_FLAGS, NULL, NULL, NULL);
     }
     if (ustatus != UCS_OK) {
         hixl_chan_answered(chan, slot);   /* no answer will come */
@@ -275,9 +293,9 @@ static ucs_status_t hixl_am_request(hixl_engine_t *engine, hixl_chan_t *chan,
  * survive its peer going away in the middle of one: a send whose receiver
  * died is never called back or freed (tcp and shared memory alike), and a
  * receive whose sender closed its endpoint is left on UCX's own endpoint,
- * where worker destroy asserts on it.  A WRITE's data is copied first, so
- * what an endpoint still holds after its connection ended is never the
- * caller's; at most HIXL_AM_WINDOW bytes of copies per channel.
+ * where worker destroy asserts on it.  A WRITE's data is read from the
+ * caller's buffer only while its connection is open (hixl_am_post_write);
+ * at most HIXL_AM_WINDOW bytes of WRITEs in UCX's hands per channel.
  */
 static ucs_status_t hixl_am_chunks(hixl_engine_t *engine, hixl_chan_t *chan,
                                    hixl_request_t *req, unsigned id,
@@ -357,7 +375,8 @@ static void hixl_am_refuse(hixl_engine_t *engine, const hixl_am_hdr_t *h,
     }
 }
 
-/* WRITE (checked by the dispatcher: ours, eager, with its reply_ep) */
+/* WRITE (checked by the dispatcher: ours, eager, with its reply_ep, its
+ * seal intact or data NULL) */
 static ucs_status_t hixl_am_on_write(hixl_engine_t *engine,
                                      const hixl_am_hdr_t *h, void *data,
                                      size_t length, ucp_ep_h reply_ep)
@@ -372,6 +391,15 @@ static ucs_status_t hixl_am_on_write(hixl_engine_t *engine,
                        "connection %" PRIx64 " on its endpoint", h->len,
                        h->conn);
         hixl_am_refuse(engine, h, reply_ep);
+        return UCS_OK;
+    }
+    if (data == NULL) {
+        /* its seal is broken: its connector's connection ended while it
+         * was going out, and nothing of it may land */
+        hixl_log_debug("dropping a WRITE of %" PRIu64 " bytes: its sender "
+                       "stopped sending it", h->len);
+        pthread_rwlock_unlock(&engine->serve_lock);
+        hixl_served_ack(engine, h->conn, h, HIXL_FAILED);
         return UCS_OK;
     }
     region = (h->len == length) ? hixl_am_region(engine, h->addr, h->len) :
@@ -514,7 +542,8 @@ hixl_status_t hixl_am_data_init(hixl_engine_t *engine)
     if ((status == HIXL_SUCCESS) && (engine->ucp_worker_in != NULL)) {
         status = hixl_am_set_handler(engine, engine->ucp_worker_in,
                                      HIXL_AM_WRITE, HIXL_AM_RECV_REPLY_EP |
-                                     HIXL_AM_RECV_EAGER, hixl_am_on_write);
+                                     HIXL_AM_RECV_EAGER | HIXL_AM_RECV_SEALED,
+                                     hixl_am_on_write);
     }
     if ((status == HIXL_SUCCESS) && (engine->ucp_worker_in != NULL)) {
         status = hixl_am_set_handler(engine, engine->ucp_worker_in,

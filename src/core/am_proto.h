@@ -6,10 +6,11 @@
  *   BIND       connector -> listener's in worker, with UCX's REPLY flag:
  *              "the endpoint this arrives on serves connection <conn>"
  *   BIND_ACK   back on it: the listener owns that endpoint now
- *   WRITE      (am data path) data for [addr, +len) of connection <conn>;
- *              the answer (the bytes are in memory, or why not) comes on
- *              the control connection (DATA_ACK), as UCX may destroy the
- *              endpoint before a rendezvous receive ends
+ *   WRITE      (am data path) data for [addr, +len) of connection <conn>,
+ *              then the seal (HIXL_AM_SEAL); the answer (the bytes are in
+ *              memory, or why not) comes on the control connection
+ *              (DATA_ACK), as UCX may destroy the endpoint before a
+ *              rendezvous receive ends
  *   READ       (am data path) send me [addr, +len)
  *   READ_DATA  the bytes, or why not
  *   UNBIND     connector -> listener, REPLY flag, when the connector ends
@@ -41,7 +42,16 @@ enum {
 };
 
 #define HIXL_AM_MAGIC   0x4d415848u   /* "HXAM" */
-#define HIXL_AM_VERSION 1
+/* Any change of a message's layout changes this and the control
+ * protocol's version (wire/ctrl_msg.h), so that the handshake refuses a
+ * peer of another version. */
+#define HIXL_AM_VERSION 2
+
+/* The last bytes of a guarded send's payload (core/am.h): intact, or
+ * broken when its sender stopped reading the data part-way. */
+#define HIXL_AM_SEAL        UINT64_C(0x4c41455358414948)   /* "HIXSEAL" */
+#define HIXL_AM_SEAL_BROKEN UINT64_C(0)
+#define HIXL_AM_SEAL_LEN    sizeof(uint64_t)
 
 /* flags */
 #define HIXL_AM_FLAG_SLOT      1u     /* the epoch slot of the operation */

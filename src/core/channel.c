@@ -6,6 +6,7 @@
 #include "core/channel.h"
 #include "core/am.h"
 #include "core/engine.h"
+#include "util/debug.h"
 #include "util/log.h"
 
 #include <sched.h>
@@ -178,10 +179,8 @@ hixl_status_t hixl_chan_open(hixl_engine_t *engine, hixl_peer_t *peer)
     return HIXL_SUCCESS;
 }
 
-void hixl_chan_close(hixl_engine_t *engine, hixl_chan_t *chan)
+void hixl_chan_stop(hixl_engine_t *engine, hixl_chan_t *chan)
 {
-    int slot;
-
     pthread_rwlock_wrlock(&engine->serve_lock);
     atomic_store(&chan->open, 0);
     chan->id = hixl_chan_make_id((size_t)(uint32_t)chan->id - 1,
@@ -189,6 +188,20 @@ void hixl_chan_close(hixl_engine_t *engine, hixl_chan_t *chan)
     if (engine->chans.on_close != NULL) {
         engine->chans.on_close(engine, chan);   /* WRITEs still waiting go */
     }
+    pthread_rwlock_unlock(&engine->serve_lock);
+    /* no copy or pack starts from now (its start looks under serve_lock);
+     * one in progress ends within microseconds (a chunk, a UCX segment) */
+    while (atomic_load(&chan->copying) > 0) {
+        sched_yield();
+    }
+}
+
+void hixl_chan_close(hixl_engine_t *engine, hixl_chan_t *chan)
+{
+    int slot;
+
+    hixl_assert(!atomic_load(&chan->open));   /* stopped first */
+    pthread_rwlock_wrlock(&engine->serve_lock);
     /* a flush still waiting for answers will not get them: its part of
      * them ends here (the flush service was closed before, so this only
      * drops the flush's reference on it) */
@@ -204,12 +217,6 @@ void hixl_chan_close(hixl_engine_t *engine, hixl_chan_t *chan)
         engine->chans.free = chan;
     }
     pthread_rwlock_unlock(&engine->serve_lock);
-    /* no chunk starts from now (its start looks under serve_lock); one in
-     * progress ends within milliseconds, and must before the peer's
-     * memory mapped here goes with its keys */
-    while (atomic_load(&chan->copying) > 0) {
-        sched_yield();
-    }
 }
 
 int hixl_chan_copy_begin(hixl_engine_t *engine, hixl_chan_t *chan,

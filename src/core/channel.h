@@ -54,14 +54,16 @@ struct hixl_chan {
     atomic_int    flush_status;
     atomic_int    flush_slot;
     hixl_chan_t  *next_free;
-    /* library WRITEs (core/am_data.c): bytes of copies UCX holds, and
+    /* library WRITEs (core/am_data.c): bytes UCX holds to send, and
      * those waiting for room (under the message pool's lock) */
     atomic_long     am_window;
     hixl_am_wait_t *am_wait_head, *am_wait_tail;
     int             am_draining;  /* taken off the queue, being sent */
     hixl_chan_t    *am_next;      /* in the pool's list of waiting ones */
-    /* chunks of same-host copies being copied now (ops/copier.c): the
-     * close waits for them before the peer's mappings go */
+    /* chunks of same-host copies (ops/copier.c) and packs of WRITEs
+     * (core/am_data.c) reading callers' buffers now: the stop waits for
+     * them before transfers are reported ended and the peer's mappings
+     * go */
     atomic_int      copying;
 };
 
@@ -82,8 +84,18 @@ typedef struct hixl_chan_table {
  * service is the peer's epf from now on. */
 hixl_status_t hixl_chan_open(hixl_engine_t *engine, hixl_peer_t *peer);
 
-/* Close it (engine->lock held, after the flush service closed): answers
- * that still arrive are ignored. */
+/* Stop it (engine->lock held, before the flush service closes and so
+ * before any of its transfers is reported ended): it is closed to lookups
+ * and answers from now, its WRITEs still waiting for room are dropped
+ * (hixl_chan_on_close), and a copy or a pack of a WRITE that is reading a
+ * caller's buffer now has finished when this returns; none starts later
+ * (hixl_chan_copy_begin).  So no transfer's buffers are read once it has
+ * been reported FAILED. */
+void hixl_chan_stop(hixl_engine_t *engine, hixl_chan_t *chan);
+
+/* Close a stopped channel (engine->lock held, after the flush service and
+ * the endpoint closed): a flush still waiting for its answers ends, and
+ * the slot is reused once no UCX callback can reach it. */
 void hixl_chan_close(hixl_engine_t *engine, hixl_chan_t *chan);
 
 void hixl_chan_table_cleanup(hixl_chan_table_t *t);
@@ -103,8 +115,9 @@ unsigned hixl_chan_post(hixl_chan_t *chan);
 /* Its answer came (or it can never come: it was not sent): uncounted. */
 void hixl_chan_answered(hixl_chan_t *chan, unsigned slot);
 
-/* A chunk of a same-host copy may start (1: the channel named id is open;
- * it counts as copying until hixl_chan_copy_end) or not (0: closed). */
+/* A chunk of a same-host copy, or the pack of a part of a WRITE, may read
+ * the caller's buffer (1: the channel named id is open; it counts as
+ * copying until hixl_chan_copy_end) or not (0: stopped). */
 int hixl_chan_copy_begin(hixl_engine_t *engine, hixl_chan_t *chan,
                          uint64_t id);
 void hixl_chan_copy_end(hixl_chan_t *chan);

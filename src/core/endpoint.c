@@ -230,6 +230,10 @@ void hixl_peer_ep_close(hixl_engine_t *engine, hixl_peer_t *peer,
     int retire  = ucx_ok && (peer->end != HIXL_PEER_END_ABRUPT);
     int peer_mode = hixl_peer_is(peer, HIXL_PEER_F_EP_PEER_MODE);
 
+    if (peer->chan != NULL) {
+        /* before the transfers end: nothing reads their buffers after */
+        hixl_chan_stop(engine, peer->chan);
+    }
     if (peer->epf != NULL) {
         hixl_epf_close(peer->epf, status);   /* no flush may be issued now */
         peer->epf = NULL;

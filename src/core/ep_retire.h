@@ -43,9 +43,10 @@
  * answer came (or HIXL_RETIRE_WAIT_MS passed without one), or at once when
  * UCX reports an error on it.  A flush that cannot finish (the peer is cut
  * off) keeps the endpoint, and only UCX's data queued on it, until the
- * network heals or TCP gives up; the library's own data messages copy what
- * they send (core/am_data.c), so no caller's buffer is read after its
- * transfer ended.  The listener retires an endpoint whose connection ended
+ * network heals or TCP gives up; the library's own data messages read a
+ * caller's buffer only while its connection is open, and what goes out
+ * after that is dropped by the listener (core/am.h, hixl_am_guard_t), so
+ * no caller's buffer is read after its transfer ended.  The listener retires an endpoint whose connection ended
  * without UNBIND when the next message of it arrives (a partition healed:
  * the connector's queued bytes come); otherwise UCX's keepalive ends it.
  *

@@ -23,9 +23,10 @@
 #include <stdint.h>
 
 #define CTRL_MAGIC        0x4c584948u   /* "HIXL" read as little-endian */
-/* Any change of a message's layout changes the version: a peer of another
- * version is refused with both numbers named (ctrl/dispatch.c). */
-#define CTRL_VERSION      3
+/* Any change of a message's layout, the active messages' included
+ * (core/am_proto.h), changes the version: a peer of another version is
+ * refused with both numbers named (ctrl/dispatch.c). */
+#define CTRL_VERSION      4
 #define CTRL_HDR_LEN      12
 #define CTRL_MAX_NAME     255           /* engine names, host ids */
 #define CTRL_MAX_NOTIFY_NAME 1024       /* hixl's limit (HIXL_NOTIFY_NAME_MAX) */
