@@ -5,6 +5,7 @@
 #include "config.h"
 #include "core/progress.h"
 #include "core/engine.h"
+#include "core/served.h"
 #include "util/array.h"
 #include "util/debug.h"
 #include "util/clock.h"
@@ -62,6 +63,7 @@ unsigned hixl_progress_ucx(hixl_engine_t *engine)
 
     if (engine->ucp_worker_in != NULL) {
         n += ucp_worker_progress(engine->ucp_worker_in);
+        hixl_served_acks_send(engine);   /* what its handlers answered */
     }
     return n;
 }

@@ -101,6 +101,9 @@ static void hixl_served_close(hixl_engine_t *engine, hixl_peer_t *peer)
         slot->state = HIXL_SERVED_FREE;
         slot->ep    = NULL;
         slot->peer  = NULL;
+        if (atomic_exchange(&slot->ack_queued, 0)) {   /* unsent: moot */
+            atomic_fetch_sub(&engine->served.acks_queued, 1);
+        }
     }
     pthread_rwlock_unlock(&engine->serve_lock);
     peer->conn_id = 0;
@@ -142,8 +145,38 @@ void hixl_served_ack(hixl_engine_t *engine, uint64_t id,
     msg.u.data_ack.status   = (uint32_t)status;
     pthread_rwlock_rdlock(&engine->serve_lock);
     slot = hixl_served_find(engine, id);
-    if ((slot != NULL) && (slot->peer != NULL)) {
-        hixl_conn_send(&slot->peer->conn, &msg);   /* thread-safe */
+    if ((slot != NULL) && (slot->peer != NULL) &&
+        (hixl_conn_queue(&slot->peer->conn, &msg) == 1) &&   /* thread-safe */
+        !atomic_exchange(&slot->ack_queued, 1)) {
+        atomic_fetch_add(&engine->served.acks_queued, 1);
+    }
+    pthread_rwlock_unlock(&engine->serve_lock);
+}
+
+void hixl_served_acks_send(hixl_engine_t *engine)
+{
+    hixl_served_t *t = &engine->served;
+    hixl_served_slot_t *slot;
+    char err[128];
+    size_t i;
+
+    if (atomic_load_explicit(&t->acks_queued, memory_order_relaxed) == 0) {
+        return;
+    }
+    pthread_rwlock_rdlock(&engine->serve_lock);
+    for (i = 0; i < t->cap; ++i) {
+        slot = &t->slots[i];
+        if (!atomic_load_explicit(&slot->ack_queued, memory_order_relaxed) ||
+            !atomic_exchange(&slot->ack_queued, 0)) {
+            continue;
+        }
+        atomic_fetch_sub(&t->acks_queued, 1);
+        /* a connection that broke is ended by its control poll */
+        if ((slot->peer != NULL) &&
+            (hixl_conn_flush(&slot->peer->conn, err, sizeof(err)) != 0)) {
+            hixl_log_debug("answers to %s not sent: %s", slot->peer->name,
+                           err);
+        }
     }
     pthread_rwlock_unlock(&engine->serve_lock);
 }

@@ -25,6 +25,7 @@
 #define HIXL_CORE_SERVED_H_
 
 #include <hixl/hixl.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <ucp/api/ucp.h>
 
@@ -44,11 +45,13 @@ typedef struct hixl_served_slot {
     ucp_ep_h            ep;          /* BOUND: the connection's endpoint
                                         (compared, never used) */
     hixl_peer_t        *peer;        /* referenced while the slot lives */
+    atomic_int          ack_queued;  /* DATA_ACKs queued, not yet written */
 } hixl_served_slot_t;
 
 typedef struct hixl_served {
     hixl_served_slot_t *slots;
     size_t              cap;
+    atomic_uint         acks_queued; /* slots with ack_queued set */
 } hixl_served_t;
 
 /* A connection is being accepted: its id goes in HELLO_ACK (engine->lock
@@ -56,10 +59,17 @@ typedef struct hixl_served {
 hixl_status_t hixl_served_open(hixl_engine_t *engine, hixl_peer_t *peer);
 
 /* Answer a library WRITE (the message's header) on the control connection
- * of connection id, if it still lives; from any thread. */
+ * of connection id, if it still lives; from a handler of the in worker.
+ * The answer is queued: those of one pass of the in worker go out with
+ * one write per connection (hixl_served_acks_send), not a system call
+ * each (a 64 KiB WRITE costs the decode a few of those). */
 struct hixl_am_hdr;
 void hixl_served_ack(hixl_engine_t *engine, uint64_t id,
                      const struct hixl_am_hdr *h, hixl_status_t status);
+
+/* Write the answers queued since the last call (after every progress of
+ * the in worker: core/progress.c). */
+void hixl_served_acks_send(hixl_engine_t *engine);
 
 /* Whether a message on reply_ep belongs to live connection id
  * (serve_lock held). */

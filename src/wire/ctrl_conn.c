@@ -160,32 +160,47 @@ static int ctrl_conn_write_locked(hixl_conn_t *conn, char *err, size_t errlen)
     return 0;
 }
 
+/* Encode msg at the end of the queue (tx_lock held). */
+static hixl_status_t ctrl_conn_queue_locked(hixl_conn_t *conn,
+                                            const hixl_msg_t *msg)
+{
+    if (conn->closed || (conn->fd < 0)) {
+        return hixl_error(HIXL_FAILED, "control connection is closed");
+    }
+    if (conn->tx.len - conn->tx_off > CTRL_TX_MAX) {
+        return hixl_error(HIXL_FAILED, "peer does not read its control "
+                          "connection (%zu bytes queued)",
+                          conn->tx.len - conn->tx_off);
+    }
+    return hixl_msg_encode(&conn->tx, msg);
+}
+
 hixl_status_t hixl_conn_send(hixl_conn_t *conn, const hixl_msg_t *msg)
 {
     hixl_status_t status;
     char err[128];
 
     pthread_mutex_lock(&conn->tx_lock);
-    if (conn->closed || (conn->fd < 0)) {
-        status = hixl_error(HIXL_FAILED, "control connection is closed");
-        goto out;
-    }
-    if (conn->tx.len - conn->tx_off > CTRL_TX_MAX) {
-        status = hixl_error(HIXL_FAILED, "peer does not read its control "
-                            "connection (%zu bytes queued)",
-                            conn->tx.len - conn->tx_off);
-        goto out;
-    }
-    status = hixl_msg_encode(&conn->tx, msg);
-    if (status != HIXL_SUCCESS) {
-        goto out;
-    }
-    if (ctrl_conn_write_locked(conn, err, sizeof(err)) != 0) {
+    status = ctrl_conn_queue_locked(conn, msg);
+    if ((status == HIXL_SUCCESS) &&
+        (ctrl_conn_write_locked(conn, err, sizeof(err)) != 0)) {
         status = hixl_error(HIXL_FAILED, "control connection: %s", err);
     }
-out:
     pthread_mutex_unlock(&conn->tx_lock);
     return status;
+}
+
+int hixl_conn_queue(hixl_conn_t *conn, const hixl_msg_t *msg)
+{
+    int first;
+
+    pthread_mutex_lock(&conn->tx_lock);
+    first = (conn->tx_off == conn->tx.len);
+    if (ctrl_conn_queue_locked(conn, msg) != HIXL_SUCCESS) {
+        first = -1;
+    }
+    pthread_mutex_unlock(&conn->tx_lock);
+    return first;
 }
 
 int hixl_conn_flush(hixl_conn_t *conn, char *err, size_t errlen)

@@ -57,6 +57,13 @@ void hixl_conn_close(hixl_conn_t *conn);
 /* Queue a message and write what the socket takes.  FAILED when closed. */
 hixl_status_t hixl_conn_send(hixl_conn_t *conn, const hixl_msg_t *msg);
 
+/* Queue a message without writing it, for a caller that writes several
+ * with one hixl_conn_flush: 1 when nothing was queued before it (the
+ * caller is the one to flush), 0 when something was (a flush or the
+ * EPOLLOUT writer will take it along), or -1 with the error set (FAILED
+ * when closed or when the peer does not read). */
+int hixl_conn_queue(hixl_conn_t *conn, const hixl_msg_t *msg);
+
 /* Write queued bytes (on EPOLLOUT).  0 on success, -1 with err on error. */
 int hixl_conn_flush(hixl_conn_t *conn, char *err, size_t errlen);
 
