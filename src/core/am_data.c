@@ -70,7 +70,10 @@ static void hixl_am_write_done(void *arg, const hixl_am_hdr_t *hdr)
 
 /* The guard of a WRITE's data (core/am.h): the caller's buffer may be
  * read while the transfer's channel is open, which it is until just
- * before the transfer is reported ended (hixl_chan_stop). */
+ * before the transfer is reported ended (hixl_chan_stop).  A send posted
+ * from hixl_am_progress is packed with serve_lock already held for
+ * reading; taking it again for reading does not wait for a writer with
+ * the default (reader-preferring) lock glibc and musl give. */
 static int hixl_am_write_begin(hixl_engine_t *engine, void *arg,
                                const hixl_am_hdr_t *hdr)
 {
