@@ -128,6 +128,31 @@ def _open(path: str) -> ctypes.CDLL:
     return lib
 
 
+class _DlInfo(ctypes.Structure):
+    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+
+
+def _file_of(lib: ctypes.CDLL, name: str) -> str:
+    """The file the dynamic loader took for a library opened by name (the
+    copy ldconfig's cache or LD_LIBRARY_PATH gave), so that
+    ``hixl_ucx.library`` always says which copy is in use; name itself
+    where the C library cannot tell (no dladdr)."""
+    if os.path.isabs(name):
+        return name
+    try:
+        dladdr = ctypes.CDLL(None).dladdr
+    except AttributeError:
+        return name
+    dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
+    dladdr.restype = ctypes.c_int
+    info = _DlInfo()
+    addr = ctypes.cast(lib.hixl_strerror, ctypes.c_void_p)
+    if dladdr(addr, ctypes.byref(info)) == 0 or not info.dli_fname:
+        return name
+    return os.fsdecode(info.dli_fname)
+
+
 def _open_explicit(path: str, how: str) -> Tuple[ctypes.CDLL, str]:
     if not os.path.exists(path):
         raise LibraryNotFoundError(
@@ -164,9 +189,11 @@ def _search() -> Tuple[ctypes.CDLL, str]:
             tried.append("%s (%s): no such file" % (path, how))
             continue
         try:
-            return _open(path), path
+            lib = _open(path)
         except (OSError, AttributeError) as exc:
             tried.append("%s (%s): %s" % (path, how, exc))
+            continue
+        return lib, _file_of(lib, path)
     raise LibraryNotFoundError(
         "hixl_ucx: cannot find libhixl-ucx; install it (make install) or "
         "point HIXL_UCX_LIB at libhixl-ucx.so.0.  Tried: " + "; ".join(tried))
