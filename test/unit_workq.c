@@ -3,14 +3,19 @@
  * Unit: the one-thread work queue (src/util/workq.c).  Items run in the
  * order posted, on a thread that is not the poster's; stopping waits for
  * the item being run and hands every item never run to the drop function;
- * a stopped queue refuses new items.
+ * a stopped queue refuses new items; a background queue's thread runs at
+ * the lowest priority, and an ordinary one at the poster's.
  */
 #include "config.h"
 #include "harness.h"
 #include "util/workq.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define ITEMS 64
@@ -127,6 +132,50 @@ START_TEST(test_stopped_queue_refuses)
 }
 END_TEST
 
+typedef struct nice_item {
+    hixl_work_t work;
+    atomic_int  nice;   /* INT_MIN until it ran */
+} nice_item_t;
+
+static void run_nice_item(hixl_work_t *w)
+{
+    nice_item_t *it = (nice_item_t*)w;
+
+    errno = 0;
+    atomic_store(&it->nice, getpriority(PRIO_PROCESS,
+                                        (id_t)syscall(SYS_gettid)));
+}
+
+/* The nice value the queue's thread runs items at. */
+static int nice_of_queue(int background)
+{
+    nice_item_t it = {.work = {.run = run_nice_item}};
+    hixl_workq_t *q = hixl_workq_new(background);
+    int i;
+
+    ck_assert_ptr_nonnull(q);
+    atomic_store(&it.nice, INT_MIN);
+    ck_assert_int_eq(hixl_workq_post(q, &it.work), 0);
+    for (i = 0; (i < 5000) && (atomic_load(&it.nice) == INT_MIN); ++i) {
+        usleep(1000);
+    }
+    hixl_workq_free(q, NULL);
+    ck_assert_int_ne(atomic_load(&it.nice), INT_MIN);
+    return atomic_load(&it.nice);
+}
+
+START_TEST(test_background_runs_at_lowest_priority)
+{
+    int mine = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+
+    ck_assert_int_eq(nice_of_queue(1), 19);
+    ck_assert_int_eq(nice_of_queue(0), mine);
+    /* lowering a thread's priority is its own: the poster's is unchanged */
+    ck_assert_int_eq(getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid)),
+                     mine);
+}
+END_TEST
+
 static Suite *unit_workq_suite(void)
 {
     Suite *s = suite_create("unit_workq");
@@ -135,6 +184,7 @@ static Suite *unit_workq_suite(void)
     tcase_add_test(tc, test_runs_in_order_off_thread);
     tcase_add_test(tc, test_stop_drops_what_never_ran);
     tcase_add_test(tc, test_stopped_queue_refuses);
+    tcase_add_test(tc, test_background_runs_at_lowest_priority);
     suite_add_tcase(s, tc);
     return s;
 }

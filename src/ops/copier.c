@@ -126,7 +126,7 @@ hixl_status_t hixl_copier_post(hixl_engine_t *engine, hixl_chan_t *chan,
     hixl_copy_job_t *job;
 
     if (engine->copier == NULL) {
-        engine->copier = hixl_workq_new();
+        engine->copier = hixl_workq_new(0);
     }
     job = (engine->copier != NULL) ? calloc(1, sizeof(*job)) : NULL;
     if (job == NULL) {   /* out of memory: the caller's thread does it */

@@ -11,15 +11,17 @@
 #include "util/prefault.h"
 #include "util/workq.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Warming writes this much between looks at whether it must stop: what a
- * deregistration or a finalize may wait for (about 25 ms at the 6 s per
- * GiB measured here). */
-#define HIXL_WARM_CHUNK (4u << 20)
+/* Warming and pre-faulting do this much between looks at whether they must
+ * stop: what a deregistration or a finalize may wait for (about 6 ms of
+ * CPU at the 6 s per GiB warming took here; the thread runs at the lowest
+ * priority, util/workq.h, so on a busy host the wait is longer). */
+#define HIXL_BG_CHUNK (1u << 20)
 
 /* Every item on the engine's queue: how to drop it unrun. */
 typedef struct hixl_bg_item {
@@ -56,7 +58,7 @@ struct hixl_warming {
 static int hixl_bg_queue(hixl_engine_t *engine)
 {
     if (engine->prefaulter == NULL) {
-        engine->prefaulter = hixl_workq_new();
+        engine->prefaulter = hixl_workq_new(1);
     }
     return (engine->prefaulter != NULL) ? 0 : -1;
 }
@@ -80,12 +82,31 @@ static void hixl_pending_settle(struct hixl_warming *g)
 
 /* ---- pre-faulting peers' memory mapped here ------------------------------- */
 
+static int hixl_bg_stopping(struct hixl_warming *g)
+{
+    int stopping;
+
+    pthread_mutex_lock(&g->lock);
+    stopping = g->stopping;
+    pthread_mutex_unlock(&g->lock);
+    return stopping;
+}
+
+/* In chunks, so that a finalize waits for one chunk, not the region. */
 static void hixl_prefault_work(hixl_work_t *work)
 {
     hixl_prefault_item_t *item = (hixl_prefault_item_t*)work;
+    const uint8_t *addr        = item->addr;
     uint64_t start             = hixl_now_ns();
-    int err                    = hixl_prefault(item->addr, item->len);
+    size_t done, n;
+    int err = 0;
 
+    for (done = 0; (done < item->len) && (err == 0); done += n) {
+        n = (item->len - done < HIXL_BG_CHUNK) ? item->len - done :
+            HIXL_BG_CHUNK;
+        err = hixl_bg_stopping(item->engine->warming) ? ECANCELED :
+              hixl_prefault(addr + done, n);
+    }
     hixl_log_debug("pre-faulted a peer's region [%p, +%zu): %s in %.3f s",
                    item->addr, item->len, err ? strerror(err) : "done",
                    (double)(hixl_now_ns() - start) / 1e9);
@@ -147,8 +168,8 @@ static void hixl_warm_work(hixl_work_t *work)
     int stopped = 0;
 
     for (done = 0; (done < w->len) && !stopped; done += n) {
-        n = (w->len - done < HIXL_WARM_CHUNK) ? w->len - done :
-            HIXL_WARM_CHUNK;
+        n = (w->len - done < HIXL_BG_CHUNK) ? w->len - done :
+            HIXL_BG_CHUNK;
         pthread_mutex_lock(&g->lock);
         stopped = w->cancelled || g->stopping;
         if (!stopped) {

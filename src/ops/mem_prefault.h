@@ -6,7 +6,9 @@
  * written, so the first transfer into it would fault page by page.  The
  * regions a peer announces are pre-faulted by a thread of the engine's own
  * as they arrive (at connect, or later), not by the progress thread, which
- * must not stop for the seconds a large KV cache takes.
+ * must not stop for the seconds a large KV cache takes.  That thread runs
+ * at the lowest priority (util/workq.h): when many engines connect at once,
+ * their wire-ups come first.
  *
  * A region revoked meanwhile is unmapped under it: the kernel then reports
  * the range as unmapped, and nothing else happens (pre-faulting never
@@ -42,7 +44,7 @@ hixl_warm_t *hixl_warm_later(hixl_engine_t *engine, void *addr, size_t len);
 void hixl_warm_cancel(hixl_warm_t *warm);
 
 /* Stop the thread (finalize, before peers' mappings go); what is queued is
- * dropped, a warming running stops at its next chunk. */
+ * dropped, a warming or pre-fault running stops at its next chunk. */
 void hixl_prefault_stop(hixl_engine_t *engine);
 
 #endif

@@ -7,25 +7,37 @@
 
 #include <stddef.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 void hixl_workq_init(hixl_workq_t *q)
 {
     pthread_mutex_init(&q->lock, NULL);
     pthread_cond_init(&q->cond, NULL);
-    q->running = 0;
-    q->stop    = 0;
-    q->head    = NULL;
+    q->running    = 0;
+    q->stop       = 0;
+    q->background = 0;
+    q->head       = NULL;
     q->tail    = NULL;
 }
 
-hixl_workq_t *hixl_workq_new(void)
+hixl_workq_t *hixl_workq_new(int background)
 {
     hixl_workq_t *q = malloc(sizeof(*q));
 
     if (q != NULL) {
         hixl_workq_init(q);
+        q->background = background;
     }
     return q;
+}
+
+/* Linux: a thread's nice value is its own (PRIO_PROCESS with its tid).
+ * Failing is harmless: the work runs at the priority it has. */
+static void hixl_workq_lower_priority(void)
+{
+    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
 }
 
 void hixl_workq_free(hixl_workq_t *q, void (*drop)(hixl_work_t *work))
@@ -41,6 +53,9 @@ static void *hixl_workq_main(void *arg)
     hixl_workq_t *q = arg;
     hixl_work_t *work;
 
+    if (q->background) {
+        hixl_workq_lower_priority();
+    }
     pthread_mutex_lock(&q->lock);
     while (!q->stop) {
         work = q->head;

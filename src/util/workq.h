@@ -10,6 +10,14 @@
  *
  * An item is the owner's structure with a hixl_work_t as its first member;
  * the queue never allocates.
+ *
+ * A background queue's thread runs at the lowest priority (nice 19): its
+ * work is worth doing only with CPU nobody else needs.  Pre-faulting the
+ * KV cache of a peer costs about a second of CPU per GiB here, and at
+ * normal priority the pre-faults of 32 engines connecting at once tripled
+ * the time their UCX wire-ups took on two cores.  Not SCHED_IDLE: owners
+ * wait for the item running (a cancel, a stop), and nice 19 still gets a
+ * share of a busy CPU, so that wait stays bounded.
  */
 #ifndef HIXL_UTIL_WORKQ_H_
 #define HIXL_UTIL_WORKQ_H_
@@ -27,13 +35,15 @@ typedef struct hixl_workq {
     pthread_t       thread;
     int             running;
     int             stop;
+    int             background;   /* the thread runs at nice 19 */
     hixl_work_t    *head, *tail;
 } hixl_workq_t;
 
 void hixl_workq_init(hixl_workq_t *q);
 
-/* A queue of its own allocation, initialised; NULL when out of memory. */
-hixl_workq_t *hixl_workq_new(void);
+/* A queue of its own allocation, initialised (background: its thread at
+ * the lowest priority); NULL when out of memory. */
+hixl_workq_t *hixl_workq_new(int background);
 
 /* hixl_workq_stop, then free a queue from hixl_workq_new (NULL: nothing). */
 void hixl_workq_free(hixl_workq_t *q, void (*drop)(hixl_work_t *work));
