@@ -393,6 +393,7 @@ static ucs_status_t hixl_am_on_write(hixl_engine_t *engine,
     hixl_region_t *region;
     hixl_status_t status;
 
+    hixl_progress_data_seen(engine);   /* the next one is near */
     pthread_rwlock_rdlock(&engine->serve_lock);
     if (!hixl_served_check(engine, h->conn, reply_ep)) {
         /* a connection that ended, or a stranger: nothing lands */
@@ -438,6 +439,7 @@ static ucs_status_t hixl_am_on_read(hixl_engine_t *engine,
     hixl_region_t *region;
     hixl_am_hdr_t a;
 
+    hixl_progress_data_seen(engine);
     pthread_rwlock_rdlock(&engine->serve_lock);
     if (!hixl_served_check(engine, h->conn, reply_ep)) {
         hixl_am_refuse(engine, h, reply_ep);

@@ -278,9 +278,11 @@ static ucs_status_t hixl_chan_on_bind_ack(hixl_engine_t *engine,
         atomic_store(&chan->bound, (h->status == HIXL_SUCCESS) ? 1 : -1);
     }
     pthread_rwlock_unlock(&engine->serve_lock);
-    /* connect waits on engine->cond with a 1 ms slice: no broadcast here
-     * (it needs engine->lock's mutex to be reliable, which a handler may
-     * not take) */
+    /* wakes the connect waiting for it (on engine->cond).  Without
+     * engine->lock, which a handler may not take, a waiter between its
+     * check and its sleep misses this; its 1 ms slice covers that rare
+     * case, and the usual one no longer waits out the slice. */
+    pthread_cond_broadcast(&engine->cond);
     return UCS_OK;
 }
 

@@ -16,8 +16,8 @@
  * Socket handlers and periodic callbacks run with engine->lock held.
  *
  * The thread polls while anything is in flight (busy) and for
- * hixl.ProgressSpinUs after the last activity, then sleeps in epoll on the
- * sockets and UCX's event fd (armed with ucp_worker_arm), so an idle engine
+ * hixl.ProgressSpinUs after the last data activity, then sleeps in epoll on
+ * the sockets and UCX's event fd (armed with ucp_worker_arm), so an idle engine
  * costs no CPU and a passive target still progresses incoming puts on
  * transports that need it (tcp).  Work posted while it sleeps wakes it with
  * ucp_worker_signal().
@@ -68,6 +68,8 @@ typedef struct hixl_progress {
     atomic_uint        kicks;         /* hixl_progress_kick calls, ever */
     atomic_uint        busy;          /* work in flight: keep polling */
     atomic_int         urgent;        /* run periodic work at once */
+    atomic_int         data_seen;     /* a data message was handled
+                                         (hixl_progress_data_seen) */
     atomic_int         flush_wanted;  /* an endpoint flush is due */
     uint64_t           gap_ns;        /* between events, smoothed (the
                                          thread's own) */
@@ -147,6 +149,11 @@ void hixl_progress_kick(hixl_engine_t *engine);
 
 /* Ask for periodic work at once (a UCX endpoint reported an error). */
 void hixl_progress_urgent(hixl_engine_t *engine);
+
+/* A data message was handled here (a WRITE or READ served, READ_DATA
+ * placed): the idle spin after it is worth its CPU, as after a transfer
+ * of this engine's own. */
+void hixl_progress_data_seen(hixl_engine_t *engine);
 
 /* Wait (engine->lock held) until pred(arg) or the deadline; progresses
  * when there is no progress thread.  Returns pred's last value.  State

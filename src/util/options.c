@@ -147,8 +147,9 @@ static const hixl_opt_row_t hixl_opt_table[] = {
      "0: progress only inside hixl calls (status polls drive it)", NULL, NULL, NULL, 0},
     {"hixl.ProgressSpinUs", "HIXL_PROGRESS_SPIN_US", HIXL_OPT_INT, "200", 0,
      10000000, 0, OFF(progress_spin_us),
-     "Microseconds the progress thread keeps polling after the last activity "
-     "before it sleeps on the event fd", NULL, NULL, NULL, 0},
+     "Microseconds the progress thread keeps polling after the last data "
+     "activity (a transfer in flight, a data message served) before it "
+     "sleeps on the event fd", NULL, NULL, NULL, 0},
     {"hixl.ListenEphemeral", "HIXL_LISTEN_EPHEMERAL", HIXL_OPT_BOOL, "0", 0,
      1, 0, OFF(listen_ephemeral),
      "With a name \"ip:0\", listen on a port the kernel picks (see "
