@@ -34,16 +34,45 @@ typedef struct child {
     int      conn;       /* our end of the connection the child holds */
 } child_t;
 
-/* A listening socket on the loopback address of family (AF_INET or
- * AF_INET6) and its address; -1 when the family is not available. */
+/* The child connects over IPv4 to a dual-stack IPv6 listener: our end is
+ * an IPv6 socket with IPv4-mapped addresses, the child's an IPv4 one. */
+#define V4_MAPPED AF_UNSPEC
+
+/* A listening socket on the loopback address of family (AF_INET,
+ * AF_INET6, or V4_MAPPED) and the address the child connects to; -1 when
+ * the family is not available. */
 static int loopback_listen(int family, struct sockaddr_storage *ss,
                            socklen_t *len_p)
 {
     struct sockaddr_in *in4   = (struct sockaddr_in*)ss;
     struct sockaddr_in6 *in6 = (struct sockaddr_in6*)ss;
-    int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = socket((family == V4_MAPPED) ? AF_INET6 : family,
+                    SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int off = 0;
 
     memset(ss, 0, sizeof(*ss));
+    if (family == V4_MAPPED) {
+        in6->sin6_family = AF_INET6;
+        in6->sin6_addr   = in6addr_any;
+        *len_p           = sizeof(*in6);
+        if ((fd < 0) || (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off,
+                                    sizeof(off)) != 0) ||
+            (bind(fd, (struct sockaddr*)ss, *len_p) != 0) ||
+            (listen(fd, 4) != 0) ||
+            (getsockname(fd, (struct sockaddr*)ss, len_p) != 0)) {
+            if (fd >= 0) {
+                close(fd);
+            }
+            return -1;
+        }
+        off = ntohs(in6->sin6_port);   /* the child's target: IPv4 */
+        memset(ss, 0, sizeof(*ss));
+        in4->sin_family      = AF_INET;
+        in4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        in4->sin_port        = htons((uint16_t)off);
+        *len_p               = sizeof(*in4);
+        return fd;
+    }
     if (family == AF_INET) {
         in4->sin_family      = AF_INET;
         in4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -195,6 +224,7 @@ START_TEST(test_probe)
 
     expect_probe(&c, AF_INET);
     expect_probe(&c, AF_INET6);
+    expect_probe(&c, V4_MAPPED);
     /* a process that is gone (its socket with it) */
     child_start(&c);
     fd = dup(c.conn);

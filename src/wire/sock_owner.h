@@ -5,11 +5,12 @@
  * Why: same-host kernel copies (core/cma.h) need the peer's pid, and a pid
  * alone proves nothing (another pid namespace, a pid reused after a death,
  * a peer that lies).  The kernel knows the answer: the socket at the other
- * end of our connection (its addresses are ours swapped) has an inode in
- * the peer's network namespace (/proc/PID/net/tcp, tcp6), and the process
- * that holds it has a descriptor naming that inode (/proc/PID/fd).  No
- * address inside the peer's process, nor any secret of it, has to cross
- * the wire for this.
+ * end of our connection (its addresses are ours swapped) has an inode,
+ * which the kernel looks up by those addresses (NETLINK_SOCK_DIAG) in our
+ * network namespace, or lists in the peer's (/proc/PID/net/tcp, tcp6)
+ * when the peer is in another; and the process that holds it has a
+ * descriptor naming that inode (/proc/PID/fd).  No address inside the
+ * peer's process, nor any secret of it, has to cross the wire for this.
  */
 #ifndef HIXL_WIRE_SOCK_OWNER_H_
 #define HIXL_WIRE_SOCK_OWNER_H_
