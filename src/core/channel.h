@@ -45,8 +45,11 @@ struct hixl_chan {
     uint64_t      conn;         /* the listener's id of the connection */
     ucp_ep_h      ep;
     hixl_epf_t   *epf;
-    /* messages not answered yet, per epoch slot; writes count into `cur` */
+    /* messages not answered yet, per epoch slot; writes count into `cur`;
+     * each also counts in *due (the engine's answers_due) until it is
+     * answered or the channel stops */
     atomic_long   outstanding[2];
+    atomic_long  *due;
     int           cur;          /* engine->lock */
     /* the flush in flight (at most one: ep_flush.h): parts still to come
      * (UCX's flush, the slot's answers), its status, its slot or -1 */
