@@ -154,9 +154,8 @@ void hixl_progress_kick(hixl_engine_t *engine);
 /* Ask for periodic work at once (a UCX endpoint reported an error). */
 void hixl_progress_urgent(hixl_engine_t *engine);
 
-/* A data message was handled here (a WRITE or READ served, READ_DATA
- * placed): the idle spin after it is worth its CPU, as after a transfer
- * of this engine's own. */
+/* A data message was served here (a WRITE or a READ): the idle spin
+ * after it is worth its CPU, as after a transfer of this engine's own. */
 void hixl_progress_data_seen(hixl_engine_t *engine);
 
 /* Wait (engine->lock held) until pred(arg) or the deadline; progresses

@@ -19,7 +19,7 @@ void hixl_workq_init(hixl_workq_t *q)
     q->stop       = 0;
     q->background = 0;
     q->head       = NULL;
-    q->tail    = NULL;
+    q->tail       = NULL;
 }
 
 hixl_workq_t *hixl_workq_new(int background)
