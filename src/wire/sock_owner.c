@@ -112,37 +112,33 @@ static unsigned long sock_inode_in(pid_t pid, const char *table,
     return found;
 }
 
-/* The diag form of one end: address (network order, IPv4 in the first
- * word) and port (network order). */
-static void sock_diag_end(const struct sockaddr_storage *ss, __be32 addr[4],
+/* The diag form of one end of a socket of family: address (network order,
+ * IPv4 in the first word) and port (network order). */
+static void sock_diag_end(const sock_end_t *e, int family, __be32 addr[4],
                           __be16 *port)
 {
-    const struct sockaddr_in *in4   = (const struct sockaddr_in*)ss;
-    const struct sockaddr_in6 *in6 = (const struct sockaddr_in6*)ss;
-
     memset(addr, 0, 4 * sizeof(addr[0]));
-    if (ss->ss_family == AF_INET) {
-        addr[0] = in4->sin_addr.s_addr;
-        *port   = in4->sin_port;
+    if (family == AF_INET) {
+        memcpy(addr, e->addr + 12, 4);   /* sock_end_t keeps it v4-mapped */
     } else {
-        memcpy(addr, &in6->sin6_addr, 16);
-        *port = in6->sin6_port;
+        memcpy(addr, e->addr, 16);
     }
+    *port = htons((uint16_t)e->port);
 }
 
 /*
- * The inode of the socket of this network namespace whose ends are
- * `theirs` (local) and `mine` (remote), looked up by the kernel by its
- * addresses (NETLINK_SOCK_DIAG without a dump); 0 if there is none here or
- * the kernel cannot say.  Why not only /proc/PID/net/tcp: reading it walks
- * every bucket of the host's connection table, about 2 ms of CPU per
- * connect on these machines, which was the larger part of what a same-host
- * connect cost its connector.  A socket found here with our ends swapped
- * is the other end of our connection: nothing else in this namespace can
- * have them.
+ * The inode of the socket of this network namespace (family: ours) whose
+ * ends are `theirs` (local) and `mine` (remote), looked up by the kernel
+ * by its addresses (NETLINK_SOCK_DIAG without a dump); 0 if there is none
+ * here or the kernel cannot say.  Why not only /proc/PID/net/tcp: reading
+ * it walks every bucket of the host's connection table, about 2 ms of CPU
+ * per connect on these machines, which was the larger part of what a
+ * same-host connect cost its connector.  A socket found here with our ends
+ * swapped is the other end of our connection: nothing else in this
+ * namespace can have them.
  */
-static unsigned long sock_inode_diag(const struct sockaddr_storage *theirs,
-                                     const struct sockaddr_storage *mine)
+static unsigned long sock_inode_diag(int family, const sock_end_t *theirs,
+                                     const sock_end_t *mine)
 {
     struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
     struct {
@@ -168,13 +164,15 @@ static unsigned long sock_inode_diag(const struct sockaddr_storage *theirs,
     msg.nlh.nlmsg_type      = SOCK_DIAG_BY_FAMILY;
     msg.nlh.nlmsg_flags     = NLM_F_REQUEST;   /* one socket, no dump */
     msg.nlh.nlmsg_seq       = 1;
-    msg.req.sdiag_family    = (uint8_t)mine->ss_family;
+    msg.req.sdiag_family    = (uint8_t)family;
     msg.req.sdiag_protocol  = IPPROTO_TCP;
     msg.req.idiag_states    = ~0u;
     msg.req.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
     msg.req.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
-    sock_diag_end(theirs, msg.req.id.idiag_src, &msg.req.id.idiag_sport);
-    sock_diag_end(mine, msg.req.id.idiag_dst, &msg.req.id.idiag_dport);
+    sock_diag_end(theirs, family, msg.req.id.idiag_src,
+                  &msg.req.id.idiag_sport);
+    sock_diag_end(mine, family, msg.req.id.idiag_dst,
+                  &msg.req.id.idiag_dport);
     /* the kernel answers inside sendto: the reply is queued when it
      * returns, so the receive never waits */
     if (sendto(fd, &msg, sizeof(msg), 0, (struct sockaddr*)&kernel,
@@ -251,7 +249,7 @@ int hixl_sock_owner_check(int fd, pid_t pid)
     }
     /* their end: local and remote swapped; the tables of pid's namespace
      * when it is not in ours */
-    inode = sock_inode_diag(&theirs, &mine);
+    inode = sock_inode_diag(mine.ss_family, &remote, &local);
     if (inode == 0) {
         inode = sock_inode_in(pid, "tcp", &remote, &local);
     }
