@@ -255,7 +255,8 @@ static unsigned hixl_am_progress(hixl_engine_t *engine)
                           " bytes to 0x%" PRIx64 " was not sent: %s",
                           w->hdr.len, w->hdr.addr,
                           ucs_status_string(ustatus));
-            hixl_chan_answered(chans[i], w->hdr.flags);
+            hixl_chan_answered(chans[i], w->hdr.flags,
+                               HIXL_ANSWER_ON_CONTROL);
         }
         free(w);
     }
@@ -270,12 +271,14 @@ static ucs_status_t hixl_am_request(hixl_engine_t *engine, hixl_chan_t *chan,
                                     uint64_t remote, uint64_t local,
                                     const void *data, size_t len)
 {
+    hixl_answer_via_t via = (id == HIXL_AM_WRITE) ? HIXL_ANSWER_ON_CONTROL :
+                            HIXL_ANSWER_ELSEWHERE;   /* READ_DATA: UCX */
     ucs_status_t ustatus;
     hixl_am_hdr_t hdr;
     unsigned slot;
 
     hixl_am_hdr_init(&hdr);
-    slot       = hixl_chan_post(chan);
+    slot       = hixl_chan_post(chan, via);
     hdr.flags  = (uint16_t)slot;
     hdr.conn   = chan->conn;
     hdr.chan   = chan->id;
@@ -290,7 +293,7 @@ static ucs_status_t hixl_am_request(hixl_engine_t *engine, hixl_chan_t *chan,
                                HIXL_AM_DATA_FLAGS, NULL, NULL, NULL);
     }
     if (ustatus != UCS_OK) {
-        hixl_chan_answered(chan, slot);   /* no answer will come */
+        hixl_chan_answered(chan, slot, via);   /* no answer will come */
     }
     return ustatus;
 }
@@ -491,7 +494,8 @@ void hixl_am_acked(hixl_engine_t *engine, const hixl_am_hdr_t *h)
         if (h->status != HIXL_SUCCESS) {
             hixl_am_refused(engine, h, "WRITE");
         }
-        hixl_chan_answered(chan, h->flags & HIXL_AM_FLAG_SLOT);
+        hixl_chan_answered(chan, h->flags & HIXL_AM_FLAG_SLOT,
+                           HIXL_ANSWER_ON_CONTROL);
     }
     pthread_rwlock_unlock(&engine->serve_lock);
 }
@@ -526,7 +530,8 @@ static ucs_status_t hixl_am_on_read_data(hixl_engine_t *engine,
         } else {
             hixl_am_read_into(engine, h, data, length);
         }
-        hixl_chan_answered(chan, h->flags & HIXL_AM_FLAG_SLOT);
+        hixl_chan_answered(chan, h->flags & HIXL_AM_FLAG_SLOT,
+                           HIXL_ANSWER_ELSEWHERE);
     }
     pthread_rwlock_unlock(&engine->serve_lock);
     return UCS_OK;

@@ -134,22 +134,28 @@ static ucs_status_ptr_t hixl_chan_flush(hixl_epf_t *epf, void *ep)
     return (ucs_status_ptr_t)(uintptr_t)1;
 }
 
-unsigned hixl_chan_post(hixl_chan_t *chan)
+unsigned hixl_chan_post(hixl_chan_t *chan, hixl_answer_via_t via)
 {
-    atomic_fetch_add(chan->due, 1);
+    if (via == HIXL_ANSWER_ON_CONTROL) {
+        atomic_fetch_add(chan->ctrl_due, 1);
+        atomic_fetch_add(&chan->ctrl_pending, 1);
+    }
     atomic_fetch_add(&chan->outstanding[chan->cur], 1);
     return (unsigned)chan->cur;
 }
 
-void hixl_chan_answered(hixl_chan_t *chan, unsigned slot)
+void hixl_chan_answered(hixl_chan_t *chan, unsigned slot,
+                        hixl_answer_via_t via)
 {
     long before;
 
+    /* not taken off the engine's count by the stop */
+    if ((via == HIXL_ANSWER_ON_CONTROL) &&
+        (atomic_fetch_sub(&chan->ctrl_pending, 1) > 0)) {
+        atomic_fetch_sub(chan->ctrl_due, 1);
+    }
     slot  &= 1;
     before = atomic_fetch_sub(&chan->outstanding[slot], 1);
-    if (before > 0) {   /* not taken off the engine's count by the stop */
-        atomic_fetch_sub(chan->due, 1);
-    }
     if (before == 1) {
         hixl_chan_slot_drained(chan, (int)slot);
     }
@@ -167,7 +173,8 @@ hixl_status_t hixl_chan_open(hixl_engine_t *engine, hixl_peer_t *peer)
         atomic_store(&chan->bound, 0);
         atomic_store(&chan->outstanding[0], 0);
         atomic_store(&chan->outstanding[1], 0);
-        chan->due = &engine->progress.answers_due;
+        atomic_store(&chan->ctrl_pending, 0);
+        chan->ctrl_due = &engine->progress.ctrl_answers_due;
         atomic_store(&chan->flush_slot, -1);
         atomic_store(&chan->flush_parts, 0);
         chan->cur  = 0;
@@ -187,10 +194,10 @@ hixl_status_t hixl_chan_open(hixl_engine_t *engine, hixl_peer_t *peer)
     return HIXL_SUCCESS;
 }
 
-/* A slot's answers still due, and the slot emptied. */
-static long hixl_chan_take_due(atomic_long *outstanding)
+/* A count of answers still due, emptied. */
+static long hixl_chan_take_due(atomic_long *count)
 {
-    long n = atomic_exchange(outstanding, 0);
+    long n = atomic_exchange(count, 0);
 
     return (n > 0) ? n : 0;
 }
@@ -205,10 +212,10 @@ void hixl_chan_stop(hixl_engine_t *engine, hixl_chan_t *chan)
         engine->chans.on_close(engine, chan);   /* WRITEs still waiting go */
     }
     /* the answers still due will not come: the engine stops waiting for
-     * them (a late hixl_chan_answered finds its slot at or below zero) */
-    atomic_fetch_sub(chan->due,
-                     hixl_chan_take_due(&chan->outstanding[0]) +
-                     hixl_chan_take_due(&chan->outstanding[1]));
+     * them (a late hixl_chan_answered finds the counts at or below zero) */
+    hixl_chan_take_due(&chan->outstanding[0]);
+    hixl_chan_take_due(&chan->outstanding[1]);
+    atomic_fetch_sub(chan->ctrl_due, hixl_chan_take_due(&chan->ctrl_pending));
     pthread_rwlock_unlock(&engine->serve_lock);
     /* no copy or pack starts from now (its start looks under serve_lock);
      * one in progress ends within microseconds (a chunk, a UCX segment) */

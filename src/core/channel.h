@@ -45,11 +45,13 @@ struct hixl_chan {
     uint64_t      conn;         /* the listener's id of the connection */
     ucp_ep_h      ep;
     hixl_epf_t   *epf;
-    /* messages not answered yet, per epoch slot; writes count into `cur`;
-     * each also counts in *due (the engine's answers_due) until it is
-     * answered or the channel stops */
+    /* messages not answered yet, per epoch slot; writes count into `cur` */
     atomic_long   outstanding[2];
-    atomic_long  *due;
+    /* of those, the ones whose answer comes on the control connection
+     * (WRITEs); each also counts in *ctrl_due (the engine's
+     * ctrl_answers_due) until it is answered or the channel stops */
+    atomic_long   ctrl_pending;
+    atomic_long  *ctrl_due;
     int           cur;          /* engine->lock */
     /* the flush in flight (at most one: ep_flush.h): parts still to come
      * (UCX's flush, the slot's answers), its status, its slot or -1 */
@@ -111,12 +113,23 @@ hixl_chan_t *hixl_chan_lookup(hixl_engine_t *engine, uint64_t id);
 hixl_status_t hixl_chan_bind(hixl_engine_t *engine, hixl_chan_t *chan,
                              int peer_mode);
 
-/* A WRITE or READ message goes out on the channel: counted in the current
- * slot, whose number (for the message's flags) is returned. */
-unsigned hixl_chan_post(hixl_chan_t *chan);
+/* Where the answer of a message comes from: the control connection (the
+ * engine then polls those sockets on every progress call until it came),
+ * or elsewhere (a UCX message, a thread of this process). */
+typedef enum {
+    HIXL_ANSWER_ELSEWHERE  = 0,
+    HIXL_ANSWER_ON_CONTROL = 1
+} hixl_answer_via_t;
 
-/* Its answer came (or it can never come: it was not sent): uncounted. */
-void hixl_chan_answered(hixl_chan_t *chan, unsigned slot);
+/* A WRITE or READ message (or a same-host copy) goes out on the channel:
+ * counted in the current slot, whose number (for the message's flags) is
+ * returned. */
+unsigned hixl_chan_post(hixl_chan_t *chan, hixl_answer_via_t via);
+
+/* Its answer came (or it can never come: it was not sent): uncounted.
+ * `via` is the one it was posted with. */
+void hixl_chan_answered(hixl_chan_t *chan, unsigned slot,
+                        hixl_answer_via_t via);
 
 /* A chunk of a same-host copy, or the pack of a part of a WRITE, may read
  * the caller's buffer (1: the channel named id is open; it counts as

@@ -245,12 +245,12 @@ static unsigned hixl_progress_weighted(hixl_engine_t *engine, unsigned weight)
      * 25-72 ns).  Look at them once per HIXL_POLL_PERIOD calls of a data
      * loop (a ping-pong on shared memory measurably waits out the system
      * calls at 64), or once per 8 calls of a loop waiting for control
-     * traffic itself -- and on every call while library messages wait
-     * for their answers, which come on the control connections: a loop
+     * traffic itself -- and on every call while WRITEs wait for their
+     * answers, which come on the control connections: a loop
      * that polls a tcp transfer without a progress thread otherwise
      * waited about 200 us (256 calls) for each answer (put_lat 8 B,
      * 221 us against ucx_perftest's 20). */
-    if (atomic_load_explicit(&p->answers_due, memory_order_relaxed) > 0) {
+    if (atomic_load_explicit(&p->ctrl_answers_due, memory_order_relaxed) > 0) {
         weight = HIXL_POLL_PERIOD;
     }
     p->poll_count += weight;

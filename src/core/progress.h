@@ -70,10 +70,9 @@ typedef struct hixl_progress {
     atomic_int         urgent;        /* run periodic work at once */
     atomic_int         data_seen;     /* a data message was handled
                                          (hixl_progress_data_seen) */
-    atomic_long        answers_due;   /* library messages not answered
-                                         yet (core/channel.h): WRITEs are
-                                         answered on the control
-                                         connections */
+    atomic_long        ctrl_answers_due; /* answers due on the control
+                                         connections: WRITEs not answered
+                                         yet (core/channel.h) */
     atomic_int         flush_wanted;  /* an endpoint flush is due */
     uint64_t           gap_ns;        /* between events, smoothed (the
                                          thread's own) */

@@ -94,7 +94,7 @@ static void hixl_copier_run(hixl_engine_t *engine, hixl_copy_job_t *job)
                 hixl_req_fail(req, HIXL_FAILED, "%s", why);
             }
         }
-        hixl_chan_answered(job->chan, job->slot);
+        hixl_chan_answered(job->chan, job->slot, HIXL_ANSWER_ELSEWHERE);
     }
     pthread_rwlock_unlock(&engine->serve_lock);
 }
@@ -143,9 +143,9 @@ hixl_status_t hixl_copier_post(hixl_engine_t *engine, hixl_chan_t *chan,
     job->remote     = remote;
     job->len        = len;
     /* counted before the thread can answer it: flushes wait for it */
-    job->slot       = hixl_chan_post(chan);
+    job->slot       = hixl_chan_post(chan, HIXL_ANSWER_ELSEWHERE);
     if (hixl_workq_post(engine->copier, &job->work) != 0) {
-        hixl_chan_answered(chan, job->slot);
+        hixl_chan_answered(chan, job->slot, HIXL_ANSWER_ELSEWHERE);
         free(job);
         return hixl_copy_now(write, pid, local, remote, len);
     }

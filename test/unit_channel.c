@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Unit: what a channel counts (src/core/channel.c), without UCX.
+ *
+ * Messages whose answer comes on the control connection (WRITEs) make
+ * every progress call of the engine poll those sockets until they are
+ * answered: a count that never returned to zero would cost each progress
+ * call a system call for the rest of the engine's life, and one that
+ * counted other answers too (READ_DATA over UCX, same-host copies) would
+ * cost it while nothing on the sockets is awaited.
+ */
+#include "config.h"
+#include "unit_core.h"
+#include "harness.h"
+#include "core/channel.h"
+#include "core/ep_flush.h"
+
+static atomic_int wanted;
+
+static long due(hixl_engine_t *engine)
+{
+    return atomic_load(&engine->progress.ctrl_answers_due);
+}
+
+static hixl_chan_t *chan_new(hixl_engine_t *engine, hixl_peer_t *peer)
+{
+    peer->epf = hixl_epf_create(NULL, NULL, &wanted);
+    ck_assert_ptr_nonnull(peer->epf);
+    hx_ok(hixl_chan_open(engine, peer));
+    ck_assert_ptr_nonnull(peer->chan);
+    return peer->chan;
+}
+
+static void chan_end(hixl_engine_t *engine, hixl_peer_t *peer)
+{
+    if (atomic_load(&peer->chan->open)) {
+        hixl_chan_stop(engine, peer->chan);
+    }
+    hixl_chan_close(engine, peer->chan);
+    hixl_epf_close(peer->epf, UCS_ERR_CANCELED);
+    hixl_epf_release(peer->epf);
+    peer->epf  = NULL;
+    peer->chan = NULL;
+}
+
+static hixl_engine_t *engine_new(void)
+{
+    hixl_engine_t *engine = ut_engine_new(4);
+
+    pthread_rwlock_init(&engine->serve_lock, NULL);
+    return engine;
+}
+
+static void engine_free(hixl_engine_t *engine)
+{
+    hixl_chan_table_cleanup(&engine->chans);
+    pthread_rwlock_destroy(&engine->serve_lock);
+    ut_engine_free(engine);
+}
+
+START_TEST(test_only_control_answers_count)
+{
+    hixl_engine_t *engine = engine_new();
+    hixl_peer_t *peer     = ut_peer_new(engine, 1, "10.0.0.2:1");
+    hixl_chan_t *chan     = chan_new(engine, peer);
+    unsigned w1, w2, r, c;
+
+    w1 = hixl_chan_post(chan, HIXL_ANSWER_ON_CONTROL);
+    r  = hixl_chan_post(chan, HIXL_ANSWER_ELSEWHERE);
+    c  = hixl_chan_post(chan, HIXL_ANSWER_ELSEWHERE);
+    w2 = hixl_chan_post(chan, HIXL_ANSWER_ON_CONTROL);
+    ck_assert_int_eq(due(engine), 2);
+    ck_assert_int_eq(atomic_load(&chan->outstanding[w1]), 4);
+
+    hixl_chan_answered(chan, r, HIXL_ANSWER_ELSEWHERE);
+    hixl_chan_answered(chan, c, HIXL_ANSWER_ELSEWHERE);
+    ck_assert_int_eq(due(engine), 2);
+    hixl_chan_answered(chan, w1, HIXL_ANSWER_ON_CONTROL);
+    ck_assert_int_eq(due(engine), 1);
+    hixl_chan_answered(chan, w2, HIXL_ANSWER_ON_CONTROL);
+    ck_assert_int_eq(due(engine), 0);
+    ck_assert_int_eq(atomic_load(&chan->outstanding[w1]), 0);
+
+    chan_end(engine, peer);
+    hixl_peer_close(engine, peer, HIXL_NOT_CONNECTED, "test over");
+    engine_free(engine);
+}
+END_TEST
+
+/* A channel that stops with answers due: the engine stops waiting for
+ * them at once, and answers that come after (a late DATA_ACK) neither
+ * count twice nor take another channel's due answers off. */
+START_TEST(test_stop_takes_the_due_answers_off)
+{
+    hixl_engine_t *engine = engine_new();
+    hixl_peer_t *a        = ut_peer_new(engine, 1, "10.0.0.2:1");
+    hixl_peer_t *b        = ut_peer_new(engine, 1, "10.0.0.3:1");
+    hixl_chan_t *ca       = chan_new(engine, a);
+    hixl_chan_t *cb       = chan_new(engine, b);
+    unsigned sa, sb;
+    int i;
+
+    for (i = 0; i < 3; ++i) {
+        sa = hixl_chan_post(ca, HIXL_ANSWER_ON_CONTROL);
+    }
+    sb = hixl_chan_post(cb, HIXL_ANSWER_ON_CONTROL);
+    ck_assert_int_eq(due(engine), 4);
+
+    hixl_chan_stop(engine, ca);
+    ck_assert_int_eq(due(engine), 1);   /* b's WRITE still waits */
+    hixl_chan_answered(ca, sa, HIXL_ANSWER_ON_CONTROL);
+    hixl_chan_answered(ca, sa, HIXL_ANSWER_ON_CONTROL);
+    ck_assert_int_eq(due(engine), 1);
+    hixl_chan_answered(cb, sb, HIXL_ANSWER_ON_CONTROL);
+    ck_assert_int_eq(due(engine), 0);
+
+    /* the slot reused: it starts from nothing */
+    chan_end(engine, a);
+    ca = chan_new(engine, a);
+    ck_assert_int_eq(atomic_load(&ca->ctrl_pending), 0);
+    sa = hixl_chan_post(ca, HIXL_ANSWER_ON_CONTROL);
+    ck_assert_int_eq(due(engine), 1);
+    hixl_chan_answered(ca, sa, HIXL_ANSWER_ON_CONTROL);
+    ck_assert_int_eq(due(engine), 0);
+
+    chan_end(engine, a);
+    chan_end(engine, b);
+    hixl_peer_close(engine, a, HIXL_NOT_CONNECTED, "test over");
+    hixl_peer_close(engine, b, HIXL_NOT_CONNECTED, "test over");
+    engine_free(engine);
+}
+END_TEST
+
+static Suite *unit_channel_suite(void)
+{
+    Suite *s = suite_create("unit_channel");
+    TCase *tc = hx_tcase("channel");
+
+    tcase_add_test(tc, test_only_control_answers_count);
+    tcase_add_test(tc, test_stop_takes_the_due_answers_off);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return hx_main(unit_channel_suite());
+}
