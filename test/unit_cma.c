@@ -7,20 +7,27 @@
  * does; the parent proves the child's identity the way a connector does
  * (the kernel says which process holds the other end), copies into and out
  * of the child's buffer, and the child checks every byte it got (and sends
- * back what it holds) over a pipe.
+ * back what it holds) over a pipe.  One case puts the child on another
+ * "host" (network namespace, test/netns.h; root only), as a container on
+ * the same kernel is: its end of the connection is not in our namespace.
  */
 #include "config.h"
 #include "harness.h"
 #include "core/cma.h"
 #include "core/ucx_tls.h"
+#include "netns.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -150,25 +157,25 @@ static void child_main(int in, int out, const struct sockaddr_storage *ss,
     }
 }
 
-/* Fork the child; 0, or -1 when the loopback of family is missing. */
-static int child_start_on(child_t *c, int family)
+/* Fork the child, which enters the network namespace netns_fd first
+ * (unless it is -1) and connects to ss, where lfd listens. */
+static void child_fork(child_t *c, int lfd, const struct sockaddr_storage *ss,
+                       socklen_t sslen, int netns_fd)
 {
-    struct sockaddr_storage ss;
-    socklen_t sslen;
     uint64_t hello;
-    int lfd = loopback_listen(family, &ss, &sslen);
 
-    if (lfd < 0) {
-        return -1;
-    }
     ck_assert(pipe(c->to) == 0 && pipe(c->from) == 0);
     c->pid = fork();
     ck_assert(c->pid >= 0);
     if (c->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);   /* not outliving a failed case */
         close(c->to[1]);
         close(c->from[0]);
         close(lfd);
-        child_main(c->to[0], c->from[1], &ss, sslen);
+        if ((netns_fd >= 0) && (setns(netns_fd, CLONE_NEWNET) != 0)) {
+            _exit(5);
+        }
+        child_main(c->to[0], c->from[1], ss, sslen);
     }
     close(c->to[0]);
     close(c->from[1]);
@@ -177,6 +184,19 @@ static int child_start_on(child_t *c, int family)
     close(lfd);
     xfer(c->from[0], &hello, sizeof(hello), 0);
     c->buf = hello;
+}
+
+/* Fork the child; 0, or -1 when the loopback of family is missing. */
+static int child_start_on(child_t *c, int family)
+{
+    struct sockaddr_storage ss;
+    socklen_t sslen;
+    int lfd = loopback_listen(family, &ss, &sslen);
+
+    if (lfd < 0) {
+        return -1;
+    }
+    child_fork(c, lfd, &ss, sslen, -1);
     return 0;
 }
 
@@ -232,6 +252,120 @@ START_TEST(test_probe)
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(hixl_cma_probe(c.pid, fd), ESRCH);
     close(fd);
+}
+END_TEST
+
+/* The network namespace of `host`, opened; -1 on failure. */
+static int netns_open(const hx_net_t *net, int host)
+{
+    char path[128];
+
+    snprintf(path, sizeof(path), "/var/run/netns/%s", net->ns[host]);
+    return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/* A socket listening on host's address of its link to peer, made inside
+ * host's namespace (a socket stays in the namespace it was made in; this
+ * process goes back to its own); -1 on failure. */
+static int netns_listen(const hx_net_t *net, int host, int peer,
+                        struct sockaddr_storage *ss, socklen_t *len_p)
+{
+    struct sockaddr_in *in4 = (struct sockaddr_in*)ss;
+    int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+    int there = netns_open(net, host);
+    int fd = -1;
+
+    memset(ss, 0, sizeof(*ss));
+    in4->sin_family = AF_INET;
+    *len_p          = sizeof(*in4);
+    if ((self >= 0) && (there >= 0) &&
+        (inet_pton(AF_INET, hx_net_addr(net, host, peer),
+                   &in4->sin_addr) == 1) &&
+        (setns(there, CLONE_NEWNET) == 0)) {
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if ((fd >= 0) &&
+            ((bind(fd, (struct sockaddr*)ss, *len_p) != 0) ||
+             (listen(fd, 4) != 0) ||
+             (getsockname(fd, (struct sockaddr*)ss, len_p) != 0))) {
+            close(fd);
+            fd = -1;
+        }
+        if (setns(self, CLONE_NEWNET) != 0) {
+            abort();   /* in the wrong namespace: nothing after is sound */
+        }
+    }
+    if (self >= 0) {
+        close(self);
+    }
+    if (there >= 0) {
+        close(there);
+    }
+    return fd;
+}
+
+/* A peer in another network namespace of this kernel (a container, a
+ * pod): the kernel cannot look its end of the connection up from ours,
+ * so the proof reads the peer's own table (/proc/PID/net/tcp) -- and
+ * still passes only for the process that holds that end.  Here neither
+ * end is in this process's namespace: the child is on host 1, our end of
+ * the connection was accepted on host 0. */
+START_TEST(test_probe_other_netns)
+{
+    unsigned char *mine = malloc(LEN);
+    int probe_child = -1, probe_self = -1, probe_parent = -1;
+    hixl_status_t copied = HIXL_FAILED;
+    struct sockaddr_storage ss;
+    char why[256], err[256];
+    uint64_t bad = 1;
+    socklen_t sslen;
+    hx_net_t net;
+    int lfd, nsfd;
+    child_t c;
+    size_t i;
+
+    ck_assert_ptr_nonnull(mine);
+    if (hx_net_available(why, sizeof(why)) != 0) {
+        printf("SKIP: the peer in another network namespace: %s\n", why);
+        free(mine);
+        return;
+    }
+    hx_net_sweep(0);   /* what a case of an earlier run left */
+    ck_assert_msg(hx_net_create(&net, 2, err, sizeof(err)) == 0, "%s", err);
+    lfd  = netns_listen(&net, 0, 1, &ss, &sslen);
+    nsfd = netns_open(&net, 1);
+    if ((lfd < 0) || (nsfd < 0)) {
+        hx_net_destroy(&net);
+        ck_abort_msg("no listener on %s: %s", hx_net_addr(&net, 0, 1),
+                     strerror(errno));
+    }
+    /* from here no check fails before the net is gone again */
+    child_fork(&c, lfd, &ss, sslen, nsfd);
+    close(nsfd);
+    probe_child  = hixl_cma_probe(c.pid, c.conn);
+    probe_self   = hixl_cma_probe(getpid(), c.conn);
+    probe_parent = hixl_cma_probe(getppid(), c.conn);
+    if (probe_child == 0) {
+        for (i = 0; i < LEN; ++i) {
+            mine[i] = pattern(i, 7);
+        }
+        copied = hixl_cma_copy(c.pid, 1, mine, c.buf, LEN);
+        xfer(c.to[1], "v", 1, 1);
+        xfer(c.from[0], &bad, sizeof(bad), 0);
+    }
+    child_stop(&c);
+    hx_net_destroy(&net);
+    free(mine);
+
+    ck_assert_msg(probe_child == 0, "the child on another host of this "
+                  "kernel, which holds the other end: %s",
+                  strerror(probe_child));
+    ck_assert_int_eq(probe_self, ESTALE);
+    ck_assert_msg((probe_parent == ESTALE) || (probe_parent == EACCES) ||
+                  (probe_parent == EPERM), "a process without the socket: "
+                  "%d", probe_parent);
+    ck_assert_int_eq(copied, HIXL_SUCCESS);
+    ck_assert_msg(bad == 0, "%llu of %u bytes wrong in the child",
+                  (unsigned long long)bad, (unsigned)LEN);
 }
 END_TEST
 
@@ -323,6 +457,7 @@ static Suite *unit_cma_suite(void)
     TCase *tc = hx_tcase("cma");
 
     tcase_add_test(tc, test_probe);
+    tcase_add_test(tc, test_probe_other_netns);
     tcase_add_test(tc, test_copy_both_ways);
     tcase_add_test(tc, test_copy_unmapped);
     tcase_add_test(tc, test_tls);
