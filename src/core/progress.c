@@ -12,6 +12,7 @@
 #include "util/log.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -187,7 +188,19 @@ static void hixl_run_periodic(hixl_engine_t *engine, uint64_t now)
     pthread_mutex_unlock(&engine->lock);
 }
 
-/* The sockets and periodic work; timeout_ms as for epoll_wait. */
+/*
+ * The sockets and periodic work; timeout_ms as for epoll_wait.
+ *
+ * A sleep happens outside poll_lock, and what woke it is read afresh under
+ * the lock: a thread that sleeps here (the progress thread, for up to
+ * 100 ms) must not keep the sockets from a thread that polls them at the
+ * same time.  Holding the lock across the sleep made an application
+ * thread that polls its transfer wait for the progress thread to be
+ * scheduled, which on a host with fewer cores than busy threads is the
+ * scheduler's wake-up granularity (put_lat 8 B over tcp with a progress
+ * thread, 2 cores: 1-2 ms per message).  Every descriptor in the set is
+ * level-triggered, so looking without handling loses nothing.
+ */
 static unsigned hixl_poll_control(hixl_engine_t *engine, int timeout_ms)
 {
     struct epoll_event evs[HIXL_POLL_BATCH];
@@ -196,10 +209,13 @@ static unsigned hixl_poll_control(hixl_engine_t *engine, int timeout_ms)
     uint64_t now;
     int n;
 
+    if (timeout_ms != 0) {
+        epoll_wait(p->epfd, evs, 1, timeout_ms);
+    }
     if (pthread_mutex_trylock(&p->poll_lock) != 0) {
         return 0;   /* another thread is at it */
     }
-    n = epoll_wait(p->epfd, evs, HIXL_POLL_BATCH, timeout_ms);
+    n = epoll_wait(p->epfd, evs, HIXL_POLL_BATCH, 0);
     if (n > 0) {
         count = hixl_handle_events(engine, evs, n);
     }
@@ -274,6 +290,29 @@ unsigned hixl_progress(hixl_engine_t *engine)
 unsigned hixl_progress_for_control(hixl_engine_t *engine)
 {
     return hixl_progress_weighted(engine, HIXL_POLL_PERIOD / 8);
+}
+
+/*
+ * A thread polling its transfer's status (or calling hixl_engine_progress
+ * in a loop) competes for the cores with the progress thread that must
+ * bring the answer.  While that thread sleeps,
+ * the caller does the progress itself (the sockets included: the sleep
+ * does not hold their lock), so an answer is handled by whichever thread
+ * runs first; while it is awake, the caller yields: on a host with fewer
+ * cores than spinning threads (2 cores, a prefill and a decode each
+ * polling beside its progress thread), a thread woken for an answer
+ * otherwise waited out the scheduler's wake-up granularity behind the
+ * pollers.  Where cores are free the yield returns at once.
+ */
+unsigned hixl_progress_for_poller(hixl_engine_t *engine)
+{
+    hixl_progress_t *p = &engine->progress;
+
+    if (!p->running || atomic_load(&p->sleeping)) {
+        return hixl_progress(engine);
+    }
+    sched_yield();
+    return 0;
 }
 
 void hixl_progress_control(hixl_engine_t *engine)
@@ -393,6 +432,10 @@ static void *hixl_progress_main(void *arg)
         if ((now - last_active < hixl_progress_spin_ns(p, busy,
                                                        idle_spin_ns)) ||
             (!busy && (now - last_data < idle_spin_ns))) {
+            /* polling for what may come: a thread of this host with
+             * work to do goes first (where a core is free this returns
+             * at once) */
+            sched_yield();
             continue;
         }
         if (p->worker_efd >= 0) {

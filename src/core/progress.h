@@ -119,6 +119,12 @@ unsigned hixl_progress(hixl_engine_t *engine);
  * signals, handshakes): it looks at the sockets eight times as often. */
 unsigned hixl_progress_for_control(hixl_engine_t *engine);
 
+/* For an application's polling loop (a transfer's status,
+ * hixl_engine_progress; engine->lock not held): progress here when no
+ * progress thread runs or it sleeps; when it is awake, give it the CPU
+ * instead of taking a core from it (then 0).  Returns events handled. */
+unsigned hixl_progress_for_poller(hixl_engine_t *engine);
+
 /* Without a progress thread: read the sockets now and then (before a
  * post, so a revocation or a close already sent to us takes effect). */
 void hixl_progress_control(hixl_engine_t *engine);

@@ -591,9 +591,7 @@ hixl_status_t hixl_get_transfer_status(hixl_engine_t *engine, hixl_req_t req_h,
     /* Progress only for an answer not known yet: a window of requests that
      * one flush completed is reported without a system call each. */
     if (atomic_load(&req->state) != HIXL_REQ_DONE) {
-        if (!engine->progress.running) {
-            hixl_progress(engine);
-        }
+        hixl_progress_for_poller(engine);
     }
     *status_p = hixl_xfer_status(req);
     return HIXL_SUCCESS;
