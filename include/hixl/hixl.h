@@ -608,7 +608,9 @@ HIXL_API hixl_status_t hixl_wait_notifies(hixl_engine_t *engine,
  *  needed with hixl.ProgressThread=0, by an engine that waits for peers
  *  without calling anything else (a passive target over tcp, a listener
  *  accepting connects); every other call progresses by itself.  Returns the
- *  number of events handled. */
+ *  number of events handled.  Called in a loop beside a progress thread,
+ *  it progresses while that thread sleeps and yields the CPU to it while it
+ *  is awake (then it returns 0). */
 HIXL_API unsigned hixl_engine_progress(hixl_engine_t *engine);
 
 /* ---- Events (epoll, asyncio) -------------------------------------------- */

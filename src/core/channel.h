@@ -113,9 +113,10 @@ hixl_chan_t *hixl_chan_lookup(hixl_engine_t *engine, uint64_t id);
 hixl_status_t hixl_chan_bind(hixl_engine_t *engine, hixl_chan_t *chan,
                              int peer_mode);
 
-/* Where the answer of a message comes from: the control connection (the
- * engine then polls those sockets on every progress call until it came),
- * or elsewhere (a UCX message, a thread of this process). */
+/* Where the answer of a message comes from: the control connection (an
+ * engine without a progress thread then polls those sockets on every
+ * progress call until it came), or elsewhere (a UCX message, a thread of
+ * this process). */
 typedef enum {
     HIXL_ANSWER_ELSEWHERE  = 0,
     HIXL_ANSWER_ON_CONTROL = 1

@@ -295,14 +295,14 @@ unsigned hixl_progress_for_control(hixl_engine_t *engine)
 /*
  * A thread polling its transfer's status (or calling hixl_engine_progress
  * in a loop) competes for the cores with the progress thread that must
- * bring the answer.  While that thread sleeps,
- * the caller does the progress itself (the sockets included: the sleep
- * does not hold their lock), so an answer is handled by whichever thread
- * runs first; while it is awake, the caller yields: on a host with fewer
- * cores than spinning threads (2 cores, a prefill and a decode each
- * polling beside its progress thread), a thread woken for an answer
- * otherwise waited out the scheduler's wake-up granularity behind the
- * pollers.  Where cores are free the yield returns at once.
+ * bring the answer.  While that thread sleeps, the caller does the
+ * progress itself (the sockets included: the sleep does not hold their
+ * lock), so an answer is handled by whichever thread runs first; while it
+ * is awake, the caller yields.  On a host with fewer cores than polling
+ * threads (2 cores, a prefill and a decode each polling beside its
+ * progress thread) a thread woken for an answer otherwise waited out the
+ * scheduler's wake-up granularity behind the pollers.  Where cores are
+ * free the yield returns at once.
  */
 unsigned hixl_progress_for_poller(hixl_engine_t *engine)
 {
