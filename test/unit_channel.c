@@ -3,11 +3,12 @@
  * Unit: what a channel counts (src/core/channel.c), without UCX.
  *
  * Messages whose answer comes on the control connection (WRITEs) make
- * every progress call of the engine poll those sockets until they are
- * answered: a count that never returned to zero would cost each progress
- * call a system call for the rest of the engine's life, and one that
- * counted other answers too (READ_DATA over UCX, same-host copies) would
- * cost it while nothing on the sockets is awaited.
+ * every progress call of an engine without a progress thread poll those
+ * sockets until they are answered: a count that never returned to zero
+ * would cost each progress call a system call for the rest of the
+ * engine's life, and one that counted other answers too (READ_DATA over
+ * UCX, same-host copies) would cost it while nothing on the sockets is
+ * awaited.
  */
 #include "config.h"
 #include "unit_core.h"

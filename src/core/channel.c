@@ -194,7 +194,7 @@ hixl_status_t hixl_chan_open(hixl_engine_t *engine, hixl_peer_t *peer)
     return HIXL_SUCCESS;
 }
 
-/* A count of answers still due, emptied. */
+/* The answers still due on the control connection, emptied. */
 static long hixl_chan_take_due(atomic_long *count)
 {
     long n = atomic_exchange(count, 0);
@@ -213,8 +213,8 @@ void hixl_chan_stop(hixl_engine_t *engine, hixl_chan_t *chan)
     }
     /* the answers still due will not come: the engine stops waiting for
      * them (a late hixl_chan_answered finds the counts at or below zero) */
-    hixl_chan_take_due(&chan->outstanding[0]);
-    hixl_chan_take_due(&chan->outstanding[1]);
+    atomic_store(&chan->outstanding[0], 0);
+    atomic_store(&chan->outstanding[1], 0);
     atomic_fetch_sub(chan->ctrl_due, hixl_chan_take_due(&chan->ctrl_pending));
     pthread_rwlock_unlock(&engine->serve_lock);
     /* no copy or pack starts from now (its start looks under serve_lock);

@@ -670,9 +670,7 @@ hixl_status_t hixl_get_all_transfer_status(hixl_engine_t *engine,
     if (max_query_count == 0) {
         return HIXL_SUCCESS;
     }
-    if (!engine->progress.running) {
-        hixl_progress(engine);
-    }
+    hixl_progress_for_poller(engine);
     list = hixl_xfer_in_flight(engine, &n);
     out  = malloc((n ? n : 1) * sizeof(*out));
     if ((list == NULL) || (out == NULL)) {
