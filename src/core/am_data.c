@@ -15,6 +15,7 @@
 #include "core/ep_retire.h"
 #include "core/engine.h"
 #include "core/served.h"
+#include "util/copy.h"
 #include "util/log.h"
 
 #include <inttypes.h>
@@ -421,7 +422,7 @@ static ucs_status_t hixl_am_on_write(hixl_engine_t *engine,
         status = HIXL_PARAM_INVALID;
     } else {
         /* under serve_lock: deregistration waits for it */
-        memcpy((void*)(uintptr_t)h->addr, data, length);
+        hixl_copy_streaming((void*)(uintptr_t)h->addr, data, length);
         status = HIXL_SUCCESS;
     }
     pthread_rwlock_unlock(&engine->serve_lock);
@@ -511,7 +512,7 @@ static void hixl_am_read_into(hixl_engine_t *engine, const hixl_am_hdr_t *h,
              NULL;
     if ((region != NULL) &&
         (hixl_req_lookup(&engine->reqs, h->cookie) != NULL)) {
-        memcpy((void*)(uintptr_t)h->local, data, length);
+        hixl_copy_streaming((void*)(uintptr_t)h->local, data, length);
     }
 }
 
