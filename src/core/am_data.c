@@ -256,7 +256,7 @@ static unsigned hixl_am_progress(hixl_engine_t *engine)
                           " bytes to 0x%" PRIx64 " was not sent: %s",
                           w->hdr.len, w->hdr.addr,
                           ucs_status_string(ustatus));
-            hixl_chan_answered(chans[i], w->hdr.flags,
+            hixl_chan_answered(chans[i], w->hdr.flags & HIXL_AM_FLAG_SLOT,
                                HIXL_ANSWER_ON_CONTROL);
         }
         free(w);
@@ -265,12 +265,13 @@ static unsigned hixl_am_progress(hixl_engine_t *engine)
     return (unsigned)n;
 }
 
-/* A WRITE or READ on the channel; the slot is counted before the send, so
- * an answer can never come first. */
+/* A WRITE or READ on the channel (more: HIXL_AM_FLAG_MORE or 0); the slot
+ * is counted before the send, so an answer can never come first. */
 static ucs_status_t hixl_am_request(hixl_engine_t *engine, hixl_chan_t *chan,
                                     hixl_request_t *req, unsigned id,
                                     uint64_t remote, uint64_t local,
-                                    const void *data, size_t len)
+                                    const void *data, size_t len,
+                                    unsigned more)
 {
     hixl_answer_via_t via = (id == HIXL_AM_WRITE) ? HIXL_ANSWER_ON_CONTROL :
                             HIXL_ANSWER_ELSEWHERE;   /* READ_DATA: UCX */
@@ -280,7 +281,7 @@ static ucs_status_t hixl_am_request(hixl_engine_t *engine, hixl_chan_t *chan,
 
     hixl_am_hdr_init(&hdr);
     slot       = hixl_chan_post(chan, via);
-    hdr.flags  = (uint16_t)slot;
+    hdr.flags  = (uint16_t)(slot | more);
     hdr.conn   = chan->conn;
     hdr.chan   = chan->id;
     hdr.cookie = req->handle;
@@ -322,7 +323,8 @@ static ucs_status_t hixl_am_chunks(hixl_engine_t *engine, hixl_chan_t *chan,
         n       = (len - off < HIXL_AM_CHUNK) ? len - off : HIXL_AM_CHUNK;
         ustatus = hixl_am_request(engine, chan, req, id, remote + off,
                                   local + off, (id == HIXL_AM_WRITE) ?
-                                  (const void*)(local + off) : NULL, n);
+                                  (const void*)(local + off) : NULL, n,
+                                  (off + n < len) ? HIXL_AM_FLAG_MORE : 0);
     }
     return ustatus;
 }

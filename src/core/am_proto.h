@@ -56,6 +56,10 @@ enum {
 /* flags */
 #define HIXL_AM_FLAG_SLOT      1u     /* the epoch slot of the operation */
 #define HIXL_AM_FLAG_ERR_PEER  2u     /* BIND: the endpoint is in PEER mode */
+/* WRITE: more of its descriptor follows at once, so its answer may wait
+ * to go out with theirs (core/served.h); a receiver that does not know
+ * the flag answers at once, and echoes it, which the sender ignores */
+#define HIXL_AM_FLAG_MORE      4u
 
 typedef struct hixl_am_hdr {
     uint32_t magic;

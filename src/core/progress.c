@@ -61,10 +61,12 @@ hixl_status_t hixl_progress_init(hixl_engine_t *engine)
 unsigned hixl_progress_ucx(hixl_engine_t *engine)
 {
     unsigned n = ucp_worker_progress(engine->ucp_worker);
+    unsigned in;
 
     if (engine->ucp_worker_in != NULL) {
-        n += ucp_worker_progress(engine->ucp_worker_in);
-        hixl_served_acks_send(engine);   /* what its handlers answered */
+        in = ucp_worker_progress(engine->ucp_worker_in);
+        hixl_served_acks_send(engine, in == 0);   /* what it answered */
+        n += in;
     }
     return n;
 }

@@ -84,6 +84,43 @@ hixl_status_t hixl_served_open(hixl_engine_t *engine, hixl_peer_t *peer)
     return HIXL_SUCCESS;
 }
 
+/* Answers are queued on slot's connection: mark it (want: HIXL_ACKS_HELD,
+ * or HIXL_ACKS_DUE, which wins) for hixl_served_acks_send. */
+static void hixl_served_mark(hixl_served_t *t, hixl_served_slot_t *slot,
+                             int want)
+{
+    int prev = atomic_load(&slot->ack_queued);
+
+    do {
+        if (prev >= want) {
+            return;
+        }
+    } while (!atomic_compare_exchange_weak(&slot->ack_queued, &prev, want));
+    if (want == HIXL_ACKS_DUE) {
+        atomic_fetch_add(&t->acks_due, 1);
+    }
+    if ((prev == 0) && (atomic_fetch_add(&t->acks_queued, 1) == 0)) {
+        /* the first one held (a hint: a stale value only sends sooner) */
+        atomic_store_explicit(&t->acks_since_ns, hixl_now_ns(),
+                              memory_order_relaxed);
+    }
+}
+
+/* Take slot's mark off (it is being written, or its connection ended);
+ * whether it had one. */
+static int hixl_served_unmark(hixl_served_t *t, hixl_served_slot_t *slot)
+{
+    int prev = atomic_exchange(&slot->ack_queued, 0);
+
+    if (prev == HIXL_ACKS_DUE) {
+        atomic_fetch_sub(&t->acks_due, 1);
+    }
+    if (prev != 0) {
+        atomic_fetch_sub(&t->acks_queued, 1);
+    }
+    return prev != 0;
+}
+
 /* The peer's closing hook: the connection ended (engine->lock held);
  * nothing naming it is accepted from now. */
 static void hixl_served_close(hixl_engine_t *engine, hixl_peer_t *peer)
@@ -101,9 +138,7 @@ static void hixl_served_close(hixl_engine_t *engine, hixl_peer_t *peer)
         slot->state = HIXL_SERVED_FREE;
         slot->ep    = NULL;
         slot->peer  = NULL;
-        if (atomic_exchange(&slot->ack_queued, 0)) {   /* unsent: moot */
-            atomic_fetch_sub(&engine->served.acks_queued, 1);
-        }
+        hixl_served_unmark(&engine->served, slot);   /* unsent: moot */
     }
     pthread_rwlock_unlock(&engine->serve_lock);
     peer->conn_id = 0;
@@ -145,32 +180,45 @@ void hixl_served_ack(hixl_engine_t *engine, uint64_t id,
     msg.u.data_ack.status   = (uint32_t)status;
     pthread_rwlock_rdlock(&engine->serve_lock);
     slot = hixl_served_find(engine, id);
+    /* thread-safe; marked even when other messages were queued before
+     * it, which a held answer may be */
     if ((slot != NULL) && (slot->peer != NULL) &&
-        (hixl_conn_queue(&slot->peer->conn, &msg) == 1) &&   /* thread-safe */
-        !atomic_exchange(&slot->ack_queued, 1)) {
-        atomic_fetch_add(&engine->served.acks_queued, 1);
+        (hixl_conn_queue(&slot->peer->conn, &msg) >= 0)) {
+        hixl_served_mark(&engine->served, slot,
+                         ((status == HIXL_SUCCESS) &&
+                          (h->flags & HIXL_AM_FLAG_MORE)) ? HIXL_ACKS_HELD :
+                         HIXL_ACKS_DUE);
     }
     pthread_rwlock_unlock(&engine->serve_lock);
 }
 
-void hixl_served_acks_send(hixl_engine_t *engine)
+void hixl_served_acks_send(hixl_engine_t *engine, int quiet)
 {
     hixl_served_t *t = &engine->served;
     hixl_served_slot_t *slot;
     char err[128];
+    int all;
     size_t i;
 
     if (atomic_load_explicit(&t->acks_queued, memory_order_relaxed) == 0) {
         return;
     }
+    all = quiet || (hixl_now_ns() - atomic_load_explicit(
+                        &t->acks_since_ns, memory_order_relaxed) >=
+                    HIXL_ACK_HOLD_NS);
+    if (!all && (atomic_load_explicit(&t->acks_due,
+                                      memory_order_relaxed) == 0)) {
+        return;   /* held, and none due */
+    }
     pthread_rwlock_rdlock(&engine->serve_lock);
     for (i = 0; i < t->cap; ++i) {
         slot = &t->slots[i];
-        if (!atomic_load_explicit(&slot->ack_queued, memory_order_relaxed) ||
-            !atomic_exchange(&slot->ack_queued, 0)) {
+        if ((atomic_load_explicit(&slot->ack_queued,
+                                  memory_order_relaxed) <
+             (all ? HIXL_ACKS_HELD : HIXL_ACKS_DUE)) ||
+            !hixl_served_unmark(t, slot)) {
             continue;
         }
-        atomic_fetch_sub(&t->acks_queued, 1);
         /* a connection that broke is ended by its control poll */
         if ((slot->peer != NULL) &&
             (hixl_conn_flush(&slot->peer->conn, err, sizeof(err)) != 0)) {

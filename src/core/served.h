@@ -45,13 +45,16 @@ typedef struct hixl_served_slot {
     ucp_ep_h            ep;          /* BOUND: the connection's endpoint
                                         (compared, never used) */
     hixl_peer_t        *peer;        /* referenced while the slot lives */
-    atomic_int          ack_queued;  /* DATA_ACKs queued, not yet written */
+    atomic_int          ack_queued;  /* DATA_ACKs queued, not yet written:
+                                        HIXL_ACKS_HELD or _DUE */
 } hixl_served_slot_t;
 
 typedef struct hixl_served {
     hixl_served_slot_t *slots;
     size_t              cap;
     atomic_uint         acks_queued; /* slots with ack_queued set */
+    atomic_uint         acks_due;    /* slots with HIXL_ACKS_DUE */
+    atomic_uint_fast64_t acks_since_ns; /* when acks_queued left 0 */
 } hixl_served_t;
 
 /* A connection is being accepted: its id goes in HELLO_ACK (engine->lock
@@ -60,16 +63,34 @@ hixl_status_t hixl_served_open(hixl_engine_t *engine, hixl_peer_t *peer);
 
 /* Answer a library WRITE (the message's header) on the control connection
  * of connection id, if it still lives; from a handler of the in worker.
- * The answer is queued: those of one pass of the in worker go out with
- * one write per connection (hixl_served_acks_send), not a system call
- * each (a 64 KiB WRITE costs the decode a few of those). */
+ * The answer is queued, and written with the others of its connection by
+ * hixl_served_acks_send, not a system call each. */
 struct hixl_am_hdr;
 void hixl_served_ack(hixl_engine_t *engine, uint64_t id,
                      const struct hixl_am_hdr *h, hixl_status_t status);
 
-/* Write the answers queued since the last call (after every progress of
- * the in worker: core/progress.c). */
-void hixl_served_acks_send(hixl_engine_t *engine);
+/*
+ * Write the answers queued (after every progress of the in worker:
+ * core/progress.c): those of connections with an answer due now, or all
+ * of them once a pass of the in worker brought nothing (quiet) or the
+ * oldest has waited HIXL_ACK_HOLD_NS.
+ *
+ * An answer is due now unless its WRITE said more of its descriptor
+ * follows (HIXL_AM_FLAG_MORE), and a failure always is; the others are
+ * held, and go out with the next answer due on their connection.  Why:
+ * while WRITEs stream in, every answer written at once was a system call
+ * of the receiver (over loopback, the sender's receive path too) and a
+ * wake-up of the sender's progress thread, for 52 bytes per 60 KiB WRITE;
+ * with 16 senders into one receiver on 2 cores, a fifth of the receiver's
+ * CPU.  Nothing waits for a held answer alone: what waits for a transfer
+ * waits for its descriptors' last WRITEs, and those are answered at once.
+ * The hold bounds what a sender whose descriptor stalled half-way waits
+ * beyond its last WRITE.
+ */
+#define HIXL_ACKS_HELD   1
+#define HIXL_ACKS_DUE    2
+#define HIXL_ACK_HOLD_NS 1000000ull   /* 1 ms */
+void hixl_served_acks_send(hixl_engine_t *engine, int quiet);
 
 /* Whether a message on reply_ep belongs to live connection id
  * (serve_lock held). */
