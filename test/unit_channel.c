@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Unit: what a channel counts (src/core/channel.c), without UCX.
+ * Unit: what a channel counts and when its flush needs UCX's
+ * (src/core/channel.c), without UCX.
  *
  * Messages whose answer comes on the control connection (WRITEs) make
  * every progress call of an engine without a progress thread poll those
@@ -132,6 +133,67 @@ START_TEST(test_stop_takes_the_due_answers_off)
 }
 END_TEST
 
+/* A flush waiter that records how it was called back. */
+typedef struct {
+    hixl_epf_waiter_t w;
+    int               calls;
+    ucs_status_t      status;
+} flush_waiter_t;
+
+static void flush_waiter_cb(hixl_epf_waiter_t *w, ucs_status_t status)
+{
+    flush_waiter_t *fw = (flush_waiter_t*)w;
+
+    fw->calls++;
+    fw->status = status;
+}
+
+/* A channel that posted no put or get since UCX's last flush is flushed
+ * without UCX: by the answers of its messages, or at once.  The endpoint
+ * here is not UCX's, so a flush that reached UCX would crash the test.
+ * And a put posted makes the next flush UCX's again. */
+START_TEST(test_flush_without_puts_leaves_ucx_out)
+{
+    static int not_an_ep;
+    hixl_engine_t *engine = engine_new();
+    hixl_peer_t *peer     = ut_peer_new(engine, 1, "10.0.0.2:1");
+    flush_waiter_t a = {{NULL, flush_waiter_cb}, 0, UCS_ERR_NO_MESSAGE};
+    flush_waiter_t b = {{NULL, flush_waiter_cb}, 0, UCS_ERR_NO_MESSAGE};
+    hixl_chan_t *chan;
+    unsigned slot;
+
+    peer->epf = hixl_epf_create(&not_an_ep, NULL, &wanted);
+    ck_assert_ptr_nonnull(peer->epf);
+    hx_ok(hixl_chan_open(engine, peer));
+    chan = peer->chan;
+    /* a new endpoint's first flush is UCX's: it completes the wire-up */
+    ck_assert_int_eq(atomic_load(&chan->ucx_ops), 1);
+    atomic_store(&chan->ucx_ops, 0);   /* as once UCX's flush was posted */
+
+    /* nothing in flight: done inside the call */
+    hixl_epf_add(peer->epf, &a.w, 0);
+    ck_assert_int_eq(a.calls, 1);
+    ck_assert_int_eq(a.status, UCS_OK);
+
+    /* a WRITE in flight: done when its answer comes, not before */
+    slot = hixl_chan_post(chan, HIXL_ANSWER_ON_CONTROL);
+    hixl_epf_add(peer->epf, &b.w, 0);
+    ck_assert_int_eq(b.calls, 0);
+    hixl_chan_answered(chan, slot, HIXL_ANSWER_ON_CONTROL);
+    ck_assert_int_eq(b.calls, 1);
+    ck_assert_int_eq(b.status, UCS_OK);
+    ck_assert_int_eq(a.calls, 1);
+
+    hixl_chan_rma_posted(chan);
+    ck_assert_int_eq(atomic_load(&chan->ucx_ops), 1);
+    hixl_chan_rma_posted(NULL);   /* a peer whose endpoint went: nothing */
+
+    chan_end(engine, peer);
+    hixl_peer_close(engine, peer, HIXL_NOT_CONNECTED, "test over");
+    engine_free(engine);
+}
+END_TEST
+
 static Suite *unit_channel_suite(void)
 {
     Suite *s = suite_create("unit_channel");
@@ -139,6 +201,7 @@ static Suite *unit_channel_suite(void)
 
     tcase_add_test(tc, test_only_control_answers_count);
     tcase_add_test(tc, test_stop_takes_the_due_answers_off);
+    tcase_add_test(tc, test_flush_without_puts_leaves_ucx_out);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -107,24 +107,31 @@ static void hixl_chan_ucp_flushed(void *request, ucs_status_t status,
  * library messages in flight it is UCX's flush alone (which may complete
  * at once: shared memory).  Otherwise the writes and reads posted from now
  * count in the other slot, and the flush is done when UCX's flush and the
- * answers of this slot are both in.
+ * answers of this slot are both in.  UCX's flush is left out where no put
+ * or get was posted since its last one (hixl_chan_rma_posted): then the
+ * answers alone, or nothing at all, are the flush.
  */
 static ucs_status_ptr_t hixl_chan_flush(hixl_epf_t *epf, void *ep)
 {
     hixl_chan_t *chan = epf->owner;
     ucs_status_ptr_t sp;
     int slot          = chan->cur;
+    /* taken before UCX's flush is posted: a put posted after this sets it
+     * again for the next flush (hixl_chan_rma_posted) */
+    int ucx           = atomic_exchange(&chan->ucx_ops, 0);
 
     if (atomic_load(&chan->outstanding[slot]) == 0) {
-        return hixl_epf_ucp_flush(epf, ep);
+        return ucx ? hixl_epf_ucp_flush(epf, ep) : NULL;
     }
     chan->cur = slot ^ 1;
     atomic_store(&chan->flush_status, UCS_OK);
-    atomic_store(&chan->flush_parts, 2);
+    atomic_store(&chan->flush_parts, ucx ? 2 : 1);
     atomic_store(&chan->flush_slot, -1);
-    sp = hixl_epf_ucp_post(ep, hixl_chan_ucp_flushed, chan);
-    if (!UCS_PTR_IS_PTR(sp)) {
-        hixl_chan_part_done(chan, UCS_PTR_STATUS(sp));
+    if (ucx) {
+        sp = hixl_epf_ucp_post(ep, hixl_chan_ucp_flushed, chan);
+        if (!UCS_PTR_IS_PTR(sp)) {
+            hixl_chan_part_done(chan, UCS_PTR_STATUS(sp));
+        }
     }
     atomic_store(&chan->flush_slot, slot);
     if (atomic_load(&chan->outstanding[slot]) == 0) {
@@ -132,6 +139,13 @@ static ucs_status_ptr_t hixl_chan_flush(hixl_epf_t *epf, void *ep)
     }
     /* done through hixl_epf_flushed, maybe already */
     return (ucs_status_ptr_t)(uintptr_t)1;
+}
+
+void hixl_chan_rma_posted(hixl_chan_t *chan)
+{
+    if (chan != NULL) {   /* none: its endpoint is never flushed again */
+        atomic_store(&chan->ucx_ops, 1);
+    }
 }
 
 unsigned hixl_chan_post(hixl_chan_t *chan, hixl_answer_via_t via)
@@ -177,6 +191,7 @@ hixl_status_t hixl_chan_open(hixl_engine_t *engine, hixl_peer_t *peer)
         chan->ctrl_due = &engine->progress.ctrl_answers_due;
         atomic_store(&chan->flush_slot, -1);
         atomic_store(&chan->flush_parts, 0);
+        atomic_store(&chan->ucx_ops, 1);
         chan->cur  = 0;
         chan->conn = peer->conn_id;
         chan->ep   = peer->ep;

@@ -14,8 +14,9 @@
  *    (core/served.h); BIND_ACK answers (UNBIND ends it: core/ep_retire.h);
  *  - the count of library WRITE/READ messages not answered yet, in two
  *    epoch slots: an endpoint flush closes the current slot and completes
- *    when UCX's own flush (for puts and gets) and the answers of every
- *    message of that slot are in.  That is the endpoint-flush service's
+ *    when UCX's own flush (for puts and gets, where any were posted since
+ *    UCX's last one) and the answers of every message of that slot are
+ *    in.  That is the endpoint-flush service's
  *    flush function for the peer (core/ep_flush.h), so transfers, layer
  *    signals and revoke answers cover both kinds of operation alike.
  *
@@ -53,6 +54,10 @@ struct hixl_chan {
     atomic_long   ctrl_pending;
     atomic_long  *ctrl_due;
     int           cur;          /* engine->lock */
+    /* puts or gets posted on ep since UCX's last flush of it was posted
+     * (1 at open: the first flush is UCX's, which also completes the
+     * endpoint's wire-up) */
+    atomic_int    ucx_ops;
     /* the flush in flight (at most one: ep_flush.h): parts still to come
      * (UCX's flush, the slot's answers), its status, its slot or -1 */
     atomic_int    flush_parts;
@@ -131,6 +136,15 @@ unsigned hixl_chan_post(hixl_chan_t *chan, hixl_answer_via_t via);
  * `via` is the one it was posted with. */
 void hixl_chan_answered(hixl_chan_t *chan, unsigned slot,
                         hixl_answer_via_t via);
+
+/* A put or get was posted on the channel's endpoint (called once
+ * ucp_put_nbx or ucp_get_nbx returned, so that a flush that finds this
+ * was posted after it): the next flush is UCX's too.  A flush of a channel
+ * with nothing but the library's messages and same-host copies since the
+ * last one leaves UCX out: their answers prove them, and over tcp UCX's
+ * flush is a round trip of its own (a put request and its ack) on every
+ * transfer. */
+void hixl_chan_rma_posted(hixl_chan_t *chan);
 
 /* A chunk of a same-host copy, or the pack of a part of a WRITE, may read
  * the caller's buffer (1: the channel named id is open; it counts as

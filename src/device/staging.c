@@ -360,6 +360,7 @@ static int hixl_stage_ucx(hixl_stage_t *st, hixl_stage_buf_t *buf)
                         ucs_status_string(UCS_PTR_STATUS(sp)));
         return -1;
     }
+    hixl_chan_rma_posted(job->unit->peer->chan);   /* for the flush */
     return (sp != NULL);
 }
 

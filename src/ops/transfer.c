@@ -179,6 +179,7 @@ static ucs_status_t hixl_xfer_rma(hixl_peer_t *peer, hixl_transfer_op_t op,
     if (sp != NULL) {
         ucp_request_free(sp);
     }
+    hixl_chan_rma_posted(peer->chan);   /* the flush must be UCX's too */
     return UCS_OK;
 }
 
