@@ -306,15 +306,25 @@ unsigned hixl_progress_for_control(hixl_engine_t *engine)
  * scheduler's wake-up granularity behind the pollers.  Where cores are
  * free the yield returns at once.
  */
-unsigned hixl_progress_for_poller(hixl_engine_t *engine)
+static unsigned hixl_progress_polled(hixl_engine_t *engine, unsigned weight)
 {
     hixl_progress_t *p = &engine->progress;
 
     if (!p->running || atomic_load(&p->sleeping)) {
-        return hixl_progress(engine);
+        return hixl_progress_weighted(engine, weight);
     }
     sched_yield();
     return 0;
+}
+
+unsigned hixl_progress_for_poller(hixl_engine_t *engine)
+{
+    return hixl_progress_polled(engine, 1);
+}
+
+unsigned hixl_progress_for_control_poller(hixl_engine_t *engine)
+{
+    return hixl_progress_polled(engine, HIXL_POLL_PERIOD / 8);
 }
 
 void hixl_progress_control(hixl_engine_t *engine)

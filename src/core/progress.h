@@ -125,6 +125,11 @@ unsigned hixl_progress_for_control(hixl_engine_t *engine);
  * instead of taking a core from it (then 0).  Returns events handled. */
 unsigned hixl_progress_for_poller(hixl_engine_t *engine);
 
+/* The same for a polling loop that waits for control traffic (a layer's
+ * signal, notifies): hixl_progress_for_control where that one would call
+ * hixl_progress. */
+unsigned hixl_progress_for_control_poller(hixl_engine_t *engine);
+
 /* Without a progress thread: read the sockets now and then (before a
  * post, so a revocation or a close already sent to us takes effect). */
 void hixl_progress_control(hixl_engine_t *engine);
