@@ -35,12 +35,18 @@ static hixl_chan_t *chan_new(hixl_engine_t *engine, hixl_peer_t *peer)
 
 static void chan_end(hixl_engine_t *engine, hixl_peer_t *peer)
 {
+    int has_ep = (peer->epf->ep != NULL);
+
     if (atomic_load(&peer->chan->open)) {
         hixl_chan_stop(engine, peer->chan);
     }
     hixl_chan_close(engine, peer->chan);
+    /* the close drops the owner's reference, except where the service
+     * never had an endpoint (it returns at once) */
     hixl_epf_close(peer->epf, UCS_ERR_CANCELED);
-    hixl_epf_release(peer->epf);
+    if (!has_ep) {
+        hixl_epf_release(peer->epf);
+    }
     peer->epf  = NULL;
     peer->chan = NULL;
 }
