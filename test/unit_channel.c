@@ -16,6 +16,7 @@
 #include "harness.h"
 #include "core/channel.h"
 #include "core/ep_flush.h"
+#include "epf_counted.h"
 
 static atomic_int wanted;
 
@@ -139,21 +140,6 @@ START_TEST(test_stop_takes_the_due_answers_off)
 }
 END_TEST
 
-/* A flush waiter that records how it was called back. */
-typedef struct {
-    hixl_epf_waiter_t w;
-    int               calls;
-    ucs_status_t      status;
-} flush_waiter_t;
-
-static void flush_waiter_cb(hixl_epf_waiter_t *w, ucs_status_t status)
-{
-    flush_waiter_t *fw = (flush_waiter_t*)w;
-
-    fw->calls++;
-    fw->status = status;
-}
-
 /* A channel that posted no put or get since UCX's last flush is flushed
  * without UCX: by the answers of its messages, or at once.  The endpoint
  * here is not UCX's, so a flush that reached UCX would crash the test.
@@ -163,10 +149,12 @@ START_TEST(test_flush_without_puts_leaves_ucx_out)
     static int not_an_ep;
     hixl_engine_t *engine = engine_new();
     hixl_peer_t *peer     = ut_peer_new(engine, 1, "10.0.0.2:1");
-    flush_waiter_t a = {{NULL, flush_waiter_cb}, 0, UCS_ERR_NO_MESSAGE};
-    flush_waiter_t b = {{NULL, flush_waiter_cb}, 0, UCS_ERR_NO_MESSAGE};
+    counted_t a, b;
     hixl_chan_t *chan;
     unsigned slot;
+
+    counted_init(&a, 1);
+    counted_init(&b, 1);
 
     peer->epf = hixl_epf_create(&not_an_ep, NULL, &wanted);
     ck_assert_ptr_nonnull(peer->epf);
@@ -178,17 +166,17 @@ START_TEST(test_flush_without_puts_leaves_ucx_out)
 
     /* nothing in flight: done inside the call */
     hixl_epf_add(peer->epf, &a.w, 0);
-    ck_assert_int_eq(a.calls, 1);
+    ck_assert_int_eq(atomic_load(&a.calls), 1);
     ck_assert_int_eq(a.status, UCS_OK);
 
     /* a WRITE in flight: done when its answer comes, not before */
     slot = hixl_chan_post(chan, HIXL_ANSWER_ON_CONTROL);
     hixl_epf_add(peer->epf, &b.w, 0);
-    ck_assert_int_eq(b.calls, 0);
+    ck_assert_int_eq(atomic_load(&b.calls), 0);
     hixl_chan_answered(chan, slot, HIXL_ANSWER_ON_CONTROL);
-    ck_assert_int_eq(b.calls, 1);
+    ck_assert_int_eq(atomic_load(&b.calls), 1);
     ck_assert_int_eq(b.status, UCS_OK);
-    ck_assert_int_eq(a.calls, 1);
+    ck_assert_int_eq(atomic_load(&a.calls), 1);
 
     hixl_chan_rma_posted(chan);
     ck_assert_int_eq(atomic_load(&chan->ucx_ops), 1);

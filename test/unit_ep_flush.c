@@ -10,6 +10,7 @@
 #include "config.h"
 #include "harness.h"
 #include "core/ep_flush.h"
+#include "epf_counted.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -49,33 +50,6 @@ static void complete_one(hixl_epf_t *epf, ucs_status_t status)
     --flushes_out;
     hixl_epf_flushed(epf, status);
     hixl_epf_release(epf);
-}
-
-/* ---- waiters that count ------------------------------------------------- */
-
-typedef struct counted {
-    hixl_epf_waiter_t w;
-    atomic_int        calls;
-    ucs_status_t      status;
-} counted_t;
-
-static void counted_cb(hixl_epf_waiter_t *w, ucs_status_t status)
-{
-    counted_t *c = (counted_t*)w;
-
-    c->status = status;
-    atomic_fetch_add(&c->calls, 1);
-}
-
-static void counted_init(counted_t *c, int n)
-{
-    int i;
-
-    for (i = 0; i < n; ++i) {
-        memset(&c[i], 0, sizeof(c[i]));
-        c[i].w.cb   = counted_cb;
-        c[i].status = UCS_INPROGRESS;
-    }
 }
 
 static hixl_epf_t *new_epf(int mode)
