@@ -316,15 +316,20 @@ static ucs_status_t hixl_am_chunks(hixl_engine_t *engine, hixl_chan_t *chan,
                                    uint64_t remote, uintptr_t local,
                                    size_t len)
 {
+    int write            = (id == HIXL_AM_WRITE);
     ucs_status_t ustatus = UCS_OK;
+    unsigned more;
     size_t off, n;
 
     for (off = 0; (off < len) && (ustatus == UCS_OK); off += n) {
         n       = (len - off < HIXL_AM_CHUNK) ? len - off : HIXL_AM_CHUNK;
+        /* the answer of a WRITE but the descriptor's last may be held
+         * (core/served.h) */
+        more    = (write && (off + n < len)) ? HIXL_AM_FLAG_MORE : 0;
         ustatus = hixl_am_request(engine, chan, req, id, remote + off,
-                                  local + off, (id == HIXL_AM_WRITE) ?
+                                  local + off, write ?
                                   (const void*)(local + off) : NULL, n,
-                                  (off + n < len) ? HIXL_AM_FLAG_MORE : 0);
+                                  more);
     }
     return ustatus;
 }
