@@ -5,7 +5,9 @@
  * messages; a raw server answers a connecting engine with bad handshakes
  * and bad memory tables.  Each must end that one connection (with a logged
  * reason) and nothing else: after every attack the engine still serves a
- * well-behaved peer, with bytes verified.
+ * well-behaved peer, with bytes verified.  A listener that answers the
+ * handshake and then never lets its UCX answer the wire-up must cost the
+ * connector a TIMEOUT, not a core.
  */
 #include "harness.h"
 #include "wire/ctrl_msg.h"
@@ -17,6 +19,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
+#include <ucp/api/ucp.h>
 #include <unistd.h>
 
 /* ---- raw sockets ---------------------------------------------------------- */
@@ -488,6 +492,104 @@ START_TEST(test_connector_survives_bad_listener)
 }
 END_TEST
 
+/* ---- a listener whose UCX never answers ----------------------------------- */
+
+/* The connector's wait for a wire-up that never finishes may take at most
+ * this share of one core (measured: well under 0.05 with the naps of
+ * core/idle_wakes.h, about 1 without them on an idle host) */
+#define STALL_CPU_SHARE_MAX 0.25
+#define STALL_TIMEOUT_MS    1500
+
+static double cpu_clock_ms(clockid_t id)
+{
+    struct timespec ts;
+
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The fake listener: a UCX worker of its own whose address it gives in a
+ * well-formed HELLO_ACK, and which it never progresses (a process stuck
+ * after the handshake).  UCX's tcp endpoint of the connector then waits
+ * for a connection ack that never comes. */
+static void stalled_listener(int lfd)
+{
+    ucp_worker_params_t wp;
+    ucp_params_t params;
+    ucp_context_h ctx;
+    ucp_worker_h worker;
+    ucp_address_t *addr;
+    size_t addr_len;
+    char buf[4096];
+    hixl_msg_t m;
+    int fd;
+
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCP_PARAM_FIELD_FEATURES;
+    params.features   = UCP_FEATURE_RMA | UCP_FEATURE_AM |
+                        UCP_FEATURE_WAKEUP;
+    memset(&wp, 0, sizeof(wp));
+    if ((ucp_init(&params, NULL, &ctx) != UCS_OK) ||
+        (ucp_worker_create(ctx, &wp, &worker) != UCS_OK) ||
+        (ucp_worker_get_address(worker, &addr, &addr_len) != UCS_OK)) {
+        _exit(2);
+    }
+    fd = accept(lfd, NULL, NULL);
+    (void)!read(fd, buf, sizeof(buf));   /* the HELLO */
+    ack_msg(&m, "127.0.0.1:1");
+    m.u.hello_ack.worker_addr = hixl_msg_bytes(addr, (uint32_t)addr_len);
+    raw_send(fd, &m);
+    memset(&m, 0, sizeof(m));
+    m.type = CTRL_TABLE_END;
+    raw_send(fd, &m);
+    while (read(fd, buf, sizeof(buf)) > 0) {
+        /* until the connector gives up and closes */
+    }
+    _exit(0);
+}
+
+/* A listener that answers the handshake but whose UCX never answers the
+ * wire-up: the connect ends TIMEOUT, and the connector sleeps meanwhile
+ * instead of spinning on UCX's event fd (UCX 1.13's tcp keeps it readable
+ * while its connection is not acknowledged). */
+START_TEST(test_connector_sleeps_on_stalled_wire_up)
+{
+    double cpu0, cpu1, wall0, wall1;
+    hixl_engine_t *e;
+    char name[64];
+    uint16_t port;
+    int lfd, status;
+    pid_t pid;
+
+    setenv("UCX_TLS", "tcp", 1);   /* this case's process only */
+    lfd = fake_listen(&port);
+    snprintf(name, sizeof(name), "127.0.0.1:%u", port);
+    pid = fork();
+    ck_assert(pid >= 0);
+    if (pid == 0) {
+        alarm(60);
+        stalled_listener(lfd);
+    }
+    close(lfd);
+    e = hx_engine("127.0.0.1", NULL);
+    wall0 = cpu_clock_ms(CLOCK_MONOTONIC);
+    cpu0  = cpu_clock_ms(CLOCK_PROCESS_CPUTIME_ID);
+    hx_expect(hixl_connect(e, name, STALL_TIMEOUT_MS), HIXL_TIMEOUT,
+              "wire-up");
+    cpu1  = cpu_clock_ms(CLOCK_PROCESS_CPUTIME_ID);
+    wall1 = cpu_clock_ms(CLOCK_MONOTONIC);
+    fprintf(stderr, "stalled wire-up: %.0f ms CPU in %.0f ms\n",
+            cpu1 - cpu0, wall1 - wall0);
+    ck_assert_msg(cpu1 - cpu0 < STALL_CPU_SHARE_MAX * (wall1 - wall0),
+                  "the connector spent %.0f ms of CPU in %.0f ms waiting for "
+                  "a wire-up that never came", cpu1 - cpu0, wall1 - wall0);
+    hx_ok(hixl_finalize(e));
+    ck_assert(waitpid(pid, &status, 0) == pid);
+    ck_assert_msg(WIFEXITED(status) && (WEXITSTATUS(status) == 0),
+                  "the fake listener failed (status %d)", status);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s   = suite_create("hostile");
@@ -499,6 +601,7 @@ int main(void)
     tcase_add_test(tc, test_silent_flood_does_not_lock_out);
     tcase_add_loop_test(tc, test_connector_survives_bad_listener, 0,
                         sizeof(fakes) / sizeof(fakes[0]));
+    tcase_add_test(tc, test_connector_sleeps_on_stalled_wire_up);
     suite_add_tcase(s, tc);
     return hx_main(s);
 }

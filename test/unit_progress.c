@@ -4,10 +4,14 @@
  * Their tables once held 8 callbacks each and dropped the ninth without a
  * word: a module whose progress never runs leaves its operations pending
  * for good.  They grow: every callback registered stays, in order.
+ * And the count of a progress thread's wake-ups that bring nothing
+ * (src/core/idle_wakes.c): when it naps, and what ends the naps.
  */
 #include "config.h"
 #include "harness.h"
 #include "unit_core.h"
+#include "core/idle_wakes.h"
+#include "util/clock.h"
 
 #define MANY 40   /* five times the old limit */
 
@@ -75,6 +79,61 @@ START_TEST(test_many_periodic_callbacks)
 }
 END_TEST
 
+/* One sleep that ends at once (1 us of 100 ms) with the given kick count
+ * and socket events, then a round that found n events. */
+static void wake(hixl_idle_wakes_t *w, unsigned kicks_then,
+                 unsigned kicks_after, unsigned ctrl, unsigned n)
+{
+    hixl_idle_wakes_slept(w, 1000, 2000, 100 * HIXL_NS_PER_MS, kicks_then,
+                          ctrl);
+    hixl_idle_wakes_round(w, n, kicks_after);
+}
+
+START_TEST(test_idle_wakes)
+{
+    hixl_idle_wakes_t w = {0};
+    unsigned i;
+
+    /* fewer than the limit: sleep on the fd */
+    for (i = 0; i < HIXL_IDLE_WAKES_MAX - 1; ++i) {
+        wake(&w, 0, 0, 0, 0);
+        ck_assert_int_eq(hixl_idle_wakes_nap(&w, 0), 0);
+    }
+    wake(&w, 0, 0, 0, 0);
+    ck_assert_int_eq(hixl_idle_wakes_nap(&w, 1), 0);   /* busy: never */
+    ck_assert_int_eq(hixl_idle_wakes_nap(&w, 0), 1);
+    /* after a nap the fd is tried again; a fruitless wake naps again */
+    hixl_idle_wakes_round(&w, 0, 0);
+    ck_assert_int_eq(hixl_idle_wakes_nap(&w, 0), 0);
+    wake(&w, 0, 0, 0, 0);
+    ck_assert_int_eq(hixl_idle_wakes_nap(&w, 0), 1);
+    hixl_idle_wakes_round(&w, 0, 0);
+    ck_assert_int_eq(hixl_idle_wakes_nap(&w, 0), 0);
+
+    /* what ends the naps: a kick, socket traffic, events, a long sleep */
+    wake(&w, 0, 1, 0, 0);
+    ck_assert_uint_eq(w.fruitless, 0);
+    for (i = 0; i < HIXL_IDLE_WAKES_MAX; ++i) {
+        wake(&w, 1, 1, 0, 0);
+    }
+    wake(&w, 1, 1, 1, 0);
+    ck_assert_uint_eq(w.fruitless, 0);
+    for (i = 0; i < HIXL_IDLE_WAKES_MAX; ++i) {
+        wake(&w, 1, 1, 0, 0);
+    }
+    wake(&w, 1, 1, 0, 3);
+    ck_assert_uint_eq(w.fruitless, 0);
+    for (i = 0; i < HIXL_IDLE_WAKES_MAX; ++i) {
+        wake(&w, 1, 1, 0, 0);
+    }
+    hixl_idle_wakes_slept(&w, 0, 60 * HIXL_NS_PER_MS, 100 * HIXL_NS_PER_MS,
+                          1, 0);
+    hixl_idle_wakes_round(&w, 0, 1);
+    ck_assert_uint_eq(w.fruitless, 0);
+    ck_assert_int_eq(hixl_idle_wakes_nap(&w, 0), 0);
+}
+END_TEST
+
 static Suite *unit_progress_suite(void)
 {
     Suite *s  = suite_create("unit_progress");
@@ -82,6 +141,7 @@ static Suite *unit_progress_suite(void)
 
     tcase_add_test(tc, test_many_progress_callbacks);
     tcase_add_test(tc, test_many_periodic_callbacks);
+    tcase_add_test(tc, test_idle_wakes);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -5,6 +5,7 @@
 #include "config.h"
 #include "core/progress.h"
 #include "core/engine.h"
+#include "core/idle_wakes.h"
 #include "core/served.h"
 #include "util/array.h"
 #include "util/debug.h"
@@ -161,21 +162,24 @@ static unsigned hixl_handle_events(hixl_engine_t *engine,
                                    const struct epoll_event *evs, int n)
 {
     hixl_progress_t *p = &engine->progress;
-    unsigned kind;
+    unsigned kind, count = 0;
     int i;
 
     pthread_mutex_lock(&engine->lock);
     for (i = 0; i < n; ++i) {
         kind = (unsigned)(evs[i].data.u64 >> 56);
-        /* HIXL_POLL_WORKER: UCX has events; ucp_worker_progress takes them */
+        /* HIXL_POLL_WORKER: UCX has events; ucp_worker_progress takes them
+         * and counts them (its fd can be readable for nothing: core/
+         * idle_wakes.h) */
         if ((kind < HIXL_POLL_KINDS) && (kind != HIXL_POLL_WORKER) &&
             (p->poll_fns[kind] != NULL)) {
             p->poll_fns[kind](engine, evs[i].data.u64 & ((1ull << 56) - 1),
                               evs[i].events);
+            ++count;
         }
     }
     pthread_mutex_unlock(&engine->lock);
-    return (unsigned)n;
+    return count;
 }
 
 static void hixl_run_periodic(hixl_engine_t *engine, uint64_t now)
@@ -421,8 +425,10 @@ static void *hixl_progress_main(void *arg)
                             HIXL_NS_PER_US;
     uint64_t last_active  = hixl_now_ns(), now;
     uint64_t last_data    = 0;   /* no data yet: no idle spin */
+    hixl_idle_wakes_t wakes = {0};
+    uint64_t slept_at, sleep_ns;
     ucs_status_t ustatus;
-    unsigned n = 0, kicks;
+    unsigned n = 0, kicks, ctrl;
     int busy;
 
     while (!atomic_load(&p->stop)) {
@@ -436,6 +442,7 @@ static void *hixl_progress_main(void *arg)
                                              memory_order_relaxed)) {
             last_data = now;
         }
+        hixl_idle_wakes_round(&wakes, n, kicks);
         if (n > 0) {
             hixl_progress_event(p, now, last_active);
             last_active = now;
@@ -449,6 +456,9 @@ static void *hixl_progress_main(void *arg)
              * at once) */
             sched_yield();
             continue;
+        }
+        if ((p->worker_efd >= 0) && hixl_idle_wakes_nap(&wakes, busy)) {
+            continue;   /* UCX's fd wakes us for nothing: look again later */
         }
         if (p->worker_efd >= 0) {
             ustatus = hixl_progress_arm(engine);
@@ -467,9 +477,14 @@ static void *hixl_progress_main(void *arg)
             continue;
         }
         if (!atomic_load(&p->stop)) {
-            hixl_poll_control(engine, (p->worker_efd < 0) ? 1 :
-                              (atomic_load(&p->busy) > 0) ? HIXL_BUSY_NAP_MS :
-                              HIXL_IDLE_NAP_MS);
+            sleep_ns = ((p->worker_efd < 0) ? 1 :
+                        (atomic_load(&p->busy) > 0) ? HIXL_BUSY_NAP_MS :
+                        HIXL_IDLE_NAP_MS) * HIXL_NS_PER_MS;
+            slept_at = hixl_now_ns();
+            ctrl     = hixl_poll_control(engine,
+                                         (int)(sleep_ns / HIXL_NS_PER_MS));
+            hixl_idle_wakes_slept(&wakes, slept_at, hixl_now_ns(), sleep_ns,
+                                  kicks, ctrl);
         }
         atomic_store(&p->sleeping, 0);
         now = hixl_now_ns();

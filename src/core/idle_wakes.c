@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Wake-ups of an idle progress thread that bring nothing.  See
+ * idle_wakes.h.
+ */
+#include "config.h"
+#include "core/idle_wakes.h"
+
+#include <errno.h>
+#include <time.h>
+
+void hixl_idle_wakes_round(hixl_idle_wakes_t *w, unsigned n, unsigned kicks)
+{
+    if ((n > 0) || (w->early && (kicks != w->kicks))) {
+        w->fruitless = w->naps = 0;   /* something came: the fd is honest */
+    } else if (w->early) {
+        ++w->fruitless;
+    }
+    w->early = 0;
+}
+
+int hixl_idle_wakes_nap(hixl_idle_wakes_t *w, int busy)
+{
+    uint64_t ns = HIXL_IDLE_WAKES_NAP_NS;
+    struct timespec ts;
+
+    if (busy || w->napped || (w->fruitless < HIXL_IDLE_WAKES_MAX)) {
+        w->napped = 0;
+        return 0;
+    }
+    if (w->naps < 8) {
+        ns <<= w->naps++;
+    } else {
+        ns = HIXL_IDLE_WAKES_NAP_MAX_NS;
+    }
+    ns = (ns > HIXL_IDLE_WAKES_NAP_MAX_NS) ? HIXL_IDLE_WAKES_NAP_MAX_NS : ns;
+    ts.tv_sec  = 0;
+    ts.tv_nsec = (long)ns;
+    while ((nanosleep(&ts, &ts) != 0) && (errno == EINTR)) {
+    }
+    w->napped = 1;
+    return 1;
+}
+
+void hixl_idle_wakes_slept(hixl_idle_wakes_t *w, uint64_t t0, uint64_t t1,
+                           uint64_t timeout_ns, unsigned kicks, unsigned ctrl)
+{
+    w->kicks = kicks;
+    w->early = (ctrl == 0) && (t1 - t0 < timeout_ns / 2);
+    if (!w->early) {
+        w->fruitless = w->naps = 0;   /* a sleep that lasted, or traffic */
+    }
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Wake-ups of an idle progress thread that bring nothing.
+ *
+ * UCX's event fd can stay readable while ucp_worker_progress has nothing
+ * to do.  UCX 1.13's tcp endpoint does this while the peer has not yet
+ * accepted its connection: the wire-up messages UCP queued on it stay
+ * pending, and the endpoint keeps its level-triggered "writable" event on
+ * a socket that is writable, so every epoll_wait returns at once and
+ * arming the worker changes nothing (tcp's arm is empty).  With 32
+ * engines connecting to one over tcp on 2 cores, each waiting engine woke
+ * 20-40 times a millisecond for nothing (up to 2,000 wake-ups per
+ * connect), and that CPU was what the accepting engine needed to accept
+ * them.
+ *
+ * The progress thread counts sleeps that ended early, without a kick and
+ * without socket traffic, after which a round found nothing.  After
+ * HIXL_IDLE_WAKES_MAX of them in a row, with nothing in flight, it naps
+ * instead of sleeping on the fd (HIXL_IDLE_WAKES_NAP_NS, doubling to
+ * HIXL_IDLE_WAKES_NAP_MAX_NS), and tries the fd again after every nap, so
+ * the first sleep that lasts ends the naps.  Where the fd behaves, the
+ * count never gets there: a lone connect woke 4-5 times.
+ */
+#ifndef HIXL_CORE_IDLE_WAKES_H
+#define HIXL_CORE_IDLE_WAKES_H
+
+#include <stdint.h>
+
+#define HIXL_IDLE_WAKES_MAX        4
+#define HIXL_IDLE_WAKES_NAP_NS     100000ull    /* 100 us */
+#define HIXL_IDLE_WAKES_NAP_MAX_NS 1000000ull   /* 1 ms */
+
+typedef struct hixl_idle_wakes {
+    unsigned fruitless;   /* early wake-ups in a row that brought nothing */
+    unsigned naps;        /* naps since the count reached the limit */
+    unsigned kicks;       /* the kick count when the last sleep began */
+    int      early;       /* the last sleep ended early by itself */
+    int      napped;      /* the last wait was a nap: sleep on the fd next */
+} hixl_idle_wakes_t;
+
+/* A round of progress found n events; kicks: the kick count it began
+ * with. */
+void hixl_idle_wakes_round(hixl_idle_wakes_t *w, unsigned n, unsigned kicks);
+
+/* Whether the thread should nap rather than sleep on the fd now (busy:
+ * work of this engine in flight, which is never delayed); naps if so. */
+int hixl_idle_wakes_nap(hixl_idle_wakes_t *w, int busy);
+
+/* A sleep of at most timeout_ns began at t0 with the kick count kicks and
+ * ended at t1; ctrl: socket events it handled. */
+void hixl_idle_wakes_slept(hixl_idle_wakes_t *w, uint64_t t0, uint64_t t1,
+                           uint64_t timeout_ns, unsigned kicks,
+                           unsigned ctrl);
+
+#endif
