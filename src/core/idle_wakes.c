@@ -24,11 +24,13 @@ int hixl_idle_wakes_nap(hixl_idle_wakes_t *w, int busy)
     uint64_t ns = HIXL_IDLE_WAKES_NAP_NS;
     struct timespec ts;
 
-    if (busy || w->napped || (w->fruitless < HIXL_IDLE_WAKES_MAX)) {
+    if (w->napped || (w->fruitless < HIXL_IDLE_WAKES_MAX)) {
         w->napped = 0;
         return 0;
     }
-    if (w->naps < 8) {
+    if (busy) {
+        ns = HIXL_IDLE_WAKES_NAP_NS;   /* its own completions wait on it */
+    } else if (w->naps < 8) {
         ns <<= w->naps++;
     } else {
         ns = HIXL_IDLE_WAKES_NAP_MAX_NS;

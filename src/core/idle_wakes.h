@@ -15,11 +15,15 @@
  *
  * The progress thread counts sleeps that ended early, without a kick and
  * without socket traffic, after which a round found nothing.  After
- * HIXL_IDLE_WAKES_MAX of them in a row, with nothing in flight, it naps
- * instead of sleeping on the fd (HIXL_IDLE_WAKES_NAP_NS, doubling to
- * HIXL_IDLE_WAKES_NAP_MAX_NS), and tries the fd again after every nap, so
- * the first sleep that lasts ends the naps.  Where the fd behaves, the
- * count never gets there: a lone connect woke 4-5 times.
+ * HIXL_IDLE_WAKES_MAX of them in a row it naps instead of sleeping on the
+ * fd, and tries the fd again after every nap, so the first sleep that
+ * lasts, or a round that finds something, ends the naps.  With nothing of
+ * its own in flight a nap is HIXL_IDLE_WAKES_NAP_NS, doubling to
+ * HIXL_IDLE_WAKES_NAP_MAX_NS; with transfers in flight (to other peers: a
+ * connect that waits on a stalled listener) it stays at
+ * HIXL_IDLE_WAKES_NAP_NS, which is then the most their completions wait.
+ * Where the fd behaves, the count never gets there: a lone connect woke
+ * 4-5 times.
  */
 #ifndef HIXL_CORE_IDLE_WAKES_H
 #define HIXL_CORE_IDLE_WAKES_H
@@ -43,7 +47,7 @@ typedef struct hixl_idle_wakes {
 void hixl_idle_wakes_round(hixl_idle_wakes_t *w, unsigned n, unsigned kicks);
 
 /* Whether the thread should nap rather than sleep on the fd now (busy:
- * work of this engine in flight, which is never delayed); naps if so. */
+ * work of this engine in flight: short naps only); naps if so. */
 int hixl_idle_wakes_nap(hixl_idle_wakes_t *w, int busy);
 
 /* A sleep of at most timeout_ns began at t0 with the kick count kicks and
