@@ -97,22 +97,33 @@ START_TEST(test_idle_wakes)
     /* fewer than the limit: sleep on the fd */
     for (i = 0; i < HIXL_IDLE_WAKES_MAX - 1; ++i) {
         wake(&w, 0, 0, 0, 0);
-        ck_assert_int_eq(hixl_idle_wakes_nap(&w, 0), 0);
+        ck_assert_uint_eq(hixl_idle_wakes_nap_ns(&w, 0), 0);
     }
     wake(&w, 0, 0, 0, 0);
-    ck_assert_int_eq(hixl_idle_wakes_nap(&w, 0), 1);
-    ck_assert_uint_eq(w.naps, 1);
+    ck_assert_uint_eq(hixl_idle_wakes_nap_ns(&w, 0), HIXL_IDLE_WAKES_NAP_NS);
     /* after a nap the fd is tried again; a fruitless wake naps again */
     hixl_idle_wakes_round(&w, 0, 0);
-    ck_assert_int_eq(hixl_idle_wakes_nap(&w, 0), 0);
+    ck_assert_uint_eq(hixl_idle_wakes_nap_ns(&w, 0), 0);
     wake(&w, 0, 0, 0, 0);
-    ck_assert_int_eq(hixl_idle_wakes_nap(&w, 0), 1);
+    ck_assert_uint_eq(hixl_idle_wakes_nap_ns(&w, 0),
+                      2 * HIXL_IDLE_WAKES_NAP_NS);
     hixl_idle_wakes_round(&w, 0, 0);
-    ck_assert_int_eq(hixl_idle_wakes_nap(&w, 0), 0);
+    ck_assert_uint_eq(hixl_idle_wakes_nap_ns(&w, 0), 0);
     /* with transfers in flight the naps stay short: they do not grow */
     wake(&w, 0, 0, 0, 0);
-    ck_assert_int_eq(hixl_idle_wakes_nap(&w, 1), 1);
-    ck_assert_uint_eq(w.naps, 2);
+    ck_assert_uint_eq(hixl_idle_wakes_nap_ns(&w, 1), HIXL_IDLE_WAKES_NAP_NS);
+    hixl_idle_wakes_round(&w, 0, 0);
+    ck_assert_uint_eq(hixl_idle_wakes_nap_ns(&w, 0), 0);
+    /* and grow again without them, up to the most */
+    for (i = 0; i < 8; ++i) {
+        wake(&w, 0, 0, 0, 0);
+        ck_assert_uint_ne(hixl_idle_wakes_nap_ns(&w, 0), 0);
+        hixl_idle_wakes_round(&w, 0, 0);
+        ck_assert_uint_eq(hixl_idle_wakes_nap_ns(&w, 0), 0);
+    }
+    wake(&w, 0, 0, 0, 0);
+    ck_assert_uint_eq(hixl_idle_wakes_nap_ns(&w, 0),
+                      HIXL_IDLE_WAKES_NAP_MAX_NS);
 
     /* what ends the naps: a kick, socket traffic, events, a long sleep */
     wake(&w, 0, 1, 0, 0);
@@ -134,7 +145,7 @@ START_TEST(test_idle_wakes)
                           1, 0);
     hixl_idle_wakes_round(&w, 0, 1);
     ck_assert_uint_eq(w.fruitless, 0);
-    ck_assert_int_eq(hixl_idle_wakes_nap(&w, 0), 0);
+    ck_assert_uint_eq(hixl_idle_wakes_nap_ns(&w, 0), 0);
 }
 END_TEST
 

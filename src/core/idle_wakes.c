@@ -19,10 +19,9 @@ void hixl_idle_wakes_round(hixl_idle_wakes_t *w, unsigned n, unsigned kicks)
     w->early = 0;
 }
 
-int hixl_idle_wakes_nap(hixl_idle_wakes_t *w, int busy)
+uint64_t hixl_idle_wakes_nap_ns(hixl_idle_wakes_t *w, int busy)
 {
     uint64_t ns = HIXL_IDLE_WAKES_NAP_NS;
-    struct timespec ts;
 
     if (w->napped || (w->fruitless < HIXL_IDLE_WAKES_MAX)) {
         w->napped = 0;
@@ -35,13 +34,18 @@ int hixl_idle_wakes_nap(hixl_idle_wakes_t *w, int busy)
     } else {
         ns = HIXL_IDLE_WAKES_NAP_MAX_NS;
     }
-    ns = (ns > HIXL_IDLE_WAKES_NAP_MAX_NS) ? HIXL_IDLE_WAKES_NAP_MAX_NS : ns;
-    ts.tv_sec  = 0;
-    ts.tv_nsec = (long)ns;
+    w->napped = 1;
+    return (ns > HIXL_IDLE_WAKES_NAP_MAX_NS) ? HIXL_IDLE_WAKES_NAP_MAX_NS : ns;
+}
+
+void hixl_idle_wakes_nap(uint64_t ns)
+{
+    struct timespec ts;
+
+    ts.tv_sec  = (time_t)(ns / 1000000000ull);
+    ts.tv_nsec = (long)(ns % 1000000000ull);
     while ((nanosleep(&ts, &ts) != 0) && (errno == EINTR)) {
     }
-    w->napped = 1;
-    return 1;
 }
 
 void hixl_idle_wakes_slept(hixl_idle_wakes_t *w, uint64_t t0, uint64_t t1,

@@ -46,9 +46,13 @@ typedef struct hixl_idle_wakes {
  * with. */
 void hixl_idle_wakes_round(hixl_idle_wakes_t *w, unsigned n, unsigned kicks);
 
-/* Whether the thread should nap rather than sleep on the fd now (busy:
- * work of this engine in flight: short naps only); naps if so. */
-int hixl_idle_wakes_nap(hixl_idle_wakes_t *w, int busy);
+/* How long the thread should nap now instead of sleeping on the fd (busy:
+ * work of this engine in flight: short naps only); 0: sleep on the fd.
+ * A nap is always followed by a try of the fd. */
+uint64_t hixl_idle_wakes_nap_ns(hixl_idle_wakes_t *w, int busy);
+
+/* The nap itself. */
+void hixl_idle_wakes_nap(uint64_t ns);
 
 /* A sleep of at most timeout_ns began at t0 with the kick count kicks and
  * ended at t1; ctrl: socket events it handled. */

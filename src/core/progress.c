@@ -426,7 +426,7 @@ static void *hixl_progress_main(void *arg)
     uint64_t last_active  = hixl_now_ns(), now;
     uint64_t last_data    = 0;   /* no data yet: no idle spin */
     hixl_idle_wakes_t wakes = {0};
-    uint64_t slept_at, sleep_ns;
+    uint64_t slept_at, sleep_ns, nap_ns;
     ucs_status_t ustatus;
     unsigned n = 0, kicks, ctrl;
     int busy;
@@ -457,8 +457,16 @@ static void *hixl_progress_main(void *arg)
             sched_yield();
             continue;
         }
-        if ((p->worker_efd >= 0) && hixl_idle_wakes_nap(&wakes, busy)) {
-            continue;   /* UCX's fd wakes us for nothing: look again later */
+        nap_ns = (p->worker_efd >= 0) ? hixl_idle_wakes_nap_ns(&wakes, busy) :
+                 0;
+        if (nap_ns > 0) {
+            /* UCX's fd wakes us for nothing: look again later.  Counted as
+             * a sleep, so that a thread polling its transfer meanwhile
+             * progresses the engine itself rather than yield to us. */
+            atomic_store(&p->sleeping, 1);
+            hixl_idle_wakes_nap(nap_ns);
+            atomic_store(&p->sleeping, 0);
+            continue;
         }
         if (p->worker_efd >= 0) {
             ustatus = hixl_progress_arm(engine);
