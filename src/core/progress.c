@@ -168,9 +168,8 @@ static unsigned hixl_handle_events(hixl_engine_t *engine,
     pthread_mutex_lock(&engine->lock);
     for (i = 0; i < n; ++i) {
         kind = (unsigned)(evs[i].data.u64 >> 56);
-        /* HIXL_POLL_WORKER: UCX has events; ucp_worker_progress takes them
-         * and counts them (its fd can be readable for nothing: core/
-         * idle_wakes.h) */
+        /* HIXL_POLL_WORKER: UCX has events; ucp_worker_progress takes and
+         * counts them (the fd can be readable for nothing, idle_wakes.h) */
         if ((kind < HIXL_POLL_KINDS) && (kind != HIXL_POLL_WORKER) &&
             (p->poll_fns[kind] != NULL)) {
             p->poll_fns[kind](engine, evs[i].data.u64 & ((1ull << 56) - 1),
