@@ -462,29 +462,47 @@ static const struct {
     {"closes at once", fake_close, "closed"},
 };
 
-START_TEST(test_connector_survives_bad_listener)
+/* Listen on an ephemeral port, write its engine name into name, and fork
+ * a fake listener that runs run(lfd, i) (within a minute); its pid. */
+static pid_t fake_spawn(void (*run)(int lfd, int i), int i, char *name,
+                        size_t len)
 {
-    char name[64], buf[4096];
-    hixl_engine_t *e;
     uint16_t port;
-    int lfd, fd;
     pid_t pid;
+    int lfd = fake_listen(&port);
 
-    lfd = fake_listen(&port);
-    snprintf(name, sizeof(name), "127.0.0.1:%u", port);
+    snprintf(name, len, "127.0.0.1:%u", port);
     pid = fork();
     ck_assert(pid >= 0);
     if (pid == 0) {
         alarm(60);
-        fd = accept(lfd, NULL, NULL);
-        (void)!read(fd, buf, sizeof(buf));   /* the HELLO */
-        fakes[_i].fn(fd);
-        usleep(200 * 1000);
-        close(fd);
+        run(lfd, i);
         _exit(0);
     }
     close(lfd);
-    e = hx_engine("127.0.0.1", NULL);
+    return pid;
+}
+
+/* Answer the HELLO with fakes[i], then hang up. */
+static void bad_listener(int lfd, int i)
+{
+    char buf[4096];
+    int fd = accept(lfd, NULL, NULL);
+
+    (void)!read(fd, buf, sizeof(buf));   /* the HELLO */
+    fakes[i].fn(fd);
+    usleep(200 * 1000);
+    close(fd);
+}
+
+START_TEST(test_connector_survives_bad_listener)
+{
+    hixl_engine_t *e;
+    char name[64];
+    pid_t pid;
+
+    pid = fake_spawn(bad_listener, _i, name, sizeof(name));
+    e   = hx_engine("127.0.0.1", NULL);
     hx_expect(hixl_connect(e, name, HX_OP_TIMEOUT_MS), HIXL_FAILED,
               fakes[_i].expect);
     ck_assert(waitpid(pid, NULL, 0) == pid);
@@ -512,7 +530,7 @@ static double cpu_clock_ms(clockid_t id)
  * well-formed HELLO_ACK, and which it never progresses (a process stuck
  * after the handshake).  UCX's tcp endpoint of the connector then waits
  * for a connection ack that never comes. */
-static void stalled_listener(int lfd)
+static void stalled_listener(int lfd, int unused)
 {
     ucp_worker_params_t wp;
     ucp_params_t params;
@@ -542,10 +560,10 @@ static void stalled_listener(int lfd)
     memset(&m, 0, sizeof(m));
     m.type = CTRL_TABLE_END;
     raw_send(fd, &m);
+    (void)unused;
     while (read(fd, buf, sizeof(buf)) > 0) {
         /* until the connector gives up and closes */
     }
-    _exit(0);
 }
 
 /* A listener that answers the handshake but whose UCX never answers the
@@ -557,21 +575,12 @@ START_TEST(test_connector_sleeps_on_stalled_wire_up)
     double cpu0, cpu1, wall0, wall1;
     hixl_engine_t *e;
     char name[64];
-    uint16_t port;
-    int lfd, status;
+    int status;
     pid_t pid;
 
     setenv("UCX_TLS", "tcp", 1);   /* this case's process only */
-    lfd = fake_listen(&port);
-    snprintf(name, sizeof(name), "127.0.0.1:%u", port);
-    pid = fork();
-    ck_assert(pid >= 0);
-    if (pid == 0) {
-        alarm(60);
-        stalled_listener(lfd);
-    }
-    close(lfd);
-    e = hx_engine("127.0.0.1", NULL);
+    pid = fake_spawn(stalled_listener, 0, name, sizeof(name));
+    e   = hx_engine("127.0.0.1", NULL);
     wall0 = cpu_clock_ms(CLOCK_MONOTONIC);
     cpu0  = cpu_clock_ms(CLOCK_PROCESS_CPUTIME_ID);
     hx_expect(hixl_connect(e, name, STALL_TIMEOUT_MS), HIXL_TIMEOUT,
