@@ -21,21 +21,23 @@ void hixl_idle_wakes_round(hixl_idle_wakes_t *w, unsigned n, unsigned kicks)
 
 uint64_t hixl_idle_wakes_nap_ns(hixl_idle_wakes_t *w, int busy)
 {
-    uint64_t ns = HIXL_IDLE_WAKES_NAP_NS;
+    uint64_t ns;
 
     if (w->napped || (w->fruitless < HIXL_IDLE_WAKES_MAX)) {
         w->napped = 0;
         return 0;
     }
-    if (busy) {
-        ns = HIXL_IDLE_WAKES_NAP_NS;   /* its own completions wait on it */
-    } else if (w->naps < 8) {
-        ns <<= w->naps++;
-    } else {
-        ns = HIXL_IDLE_WAKES_NAP_MAX_NS;
-    }
     w->napped = 1;
-    return (ns > HIXL_IDLE_WAKES_NAP_MAX_NS) ? HIXL_IDLE_WAKES_NAP_MAX_NS : ns;
+    if (busy) {
+        return HIXL_IDLE_WAKES_NAP_NS;   /* its own completions wait on it */
+    }
+    /* doubles with each nap in a row; naps stops counting at the most */
+    ns = HIXL_IDLE_WAKES_NAP_NS << w->naps;
+    if (ns >= HIXL_IDLE_WAKES_NAP_MAX_NS) {
+        return HIXL_IDLE_WAKES_NAP_MAX_NS;
+    }
+    ++w->naps;
+    return ns;
 }
 
 void hixl_idle_wakes_nap(uint64_t ns)

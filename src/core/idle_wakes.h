@@ -36,7 +36,7 @@
 
 typedef struct hixl_idle_wakes {
     unsigned fruitless;   /* early wake-ups in a row that brought nothing */
-    unsigned naps;        /* naps since the count reached the limit */
+    unsigned naps;        /* doublings of the nap so far (idle) */
     unsigned kicks;       /* the kick count when the last sleep began */
     int      early;       /* the last sleep ended early by itself */
     int      napped;      /* the last wait was a nap: sleep on the fd next */

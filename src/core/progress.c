@@ -425,10 +425,10 @@ static void *hixl_progress_main(void *arg)
     uint64_t last_active  = hixl_now_ns(), now;
     uint64_t last_data    = 0;   /* no data yet: no idle spin */
     hixl_idle_wakes_t wakes = {0};
-    uint64_t slept_at, sleep_ns, nap_ns;
+    uint64_t slept_at, nap_ns;
     ucs_status_t ustatus;
     unsigned n = 0, kicks, ctrl;
-    int busy;
+    int busy, sleep_ms;
 
     while (!atomic_load(&p->stop)) {
         kicks = atomic_load(&p->kicks);   /* what this round will see */
@@ -484,14 +484,14 @@ static void *hixl_progress_main(void *arg)
             continue;
         }
         if (!atomic_load(&p->stop)) {
-            sleep_ns = ((p->worker_efd < 0) ? 1 :
-                        (atomic_load(&p->busy) > 0) ? HIXL_BUSY_NAP_MS :
-                        HIXL_IDLE_NAP_MS) * HIXL_NS_PER_MS;
+            sleep_ms = (p->worker_efd < 0) ? 1 :
+                       (atomic_load(&p->busy) > 0) ? HIXL_BUSY_NAP_MS :
+                       HIXL_IDLE_NAP_MS;
             slept_at = hixl_now_ns();
-            ctrl     = hixl_poll_control(engine,
-                                         (int)(sleep_ns / HIXL_NS_PER_MS));
-            hixl_idle_wakes_slept(&wakes, slept_at, hixl_now_ns(), sleep_ns,
-                                  kicks, ctrl);
+            ctrl     = hixl_poll_control(engine, sleep_ms);
+            hixl_idle_wakes_slept(&wakes, slept_at, hixl_now_ns(),
+                                  (uint64_t)sleep_ms * HIXL_NS_PER_MS, kicks,
+                                  ctrl);
         }
         atomic_store(&p->sleeping, 0);
         now = hixl_now_ns();
