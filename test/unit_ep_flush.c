@@ -102,6 +102,58 @@ START_TEST(test_inline_error)
 }
 END_TEST
 
+/* The idle test: what it vouches for is finished without a flush (and
+ * without the flush's reference); otherwise the flush runs as before. */
+static int idle_says;
+static int idle_asked;
+
+static int fake_idle(hixl_epf_t *epf)
+{
+    (void)epf;
+    ++idle_asked;
+    return idle_says;
+}
+
+START_TEST(test_idle_skips_the_flush)
+{
+    hixl_epf_t *epf = new_epf(FLUSH_PENDING);
+    counted_t c[4];
+
+    counted_init(c, 4);
+    epf->idle  = fake_idle;
+    idle_asked = 0;
+    idle_says  = 1;
+    ck_assert_int_eq(hixl_epf_add(epf, &c[0].w, 1), 1);   /* poster's */
+    ck_assert_int_eq(hixl_epf_add(epf, &c[1].w, 0), 0);
+    ck_assert_int_eq(atomic_load(&c[0].calls), 0);
+    ck_assert_int_eq(atomic_load(&c[1].calls), 1);
+    ck_assert_int_eq(c[1].status, UCS_OK);
+    ck_assert_int_eq(flushes_posted, 0);
+    ck_assert_int_eq(idle_asked, 2);
+    ck_assert_uint_eq(atomic_load(&epf->refs), 1);        /* the owner's */
+
+    /* not idle: a real flush, and a waiter added meanwhile waits for the
+     * next one even if the endpoint looks idle by then (the flush out may
+     * predate its operations) */
+    idle_says = 0;
+    ck_assert_int_eq(hixl_epf_add(epf, &c[2].w, 1), 0);
+    ck_assert_int_eq(flushes_posted, 1);
+    idle_says = 1;
+    ck_assert_int_eq(hixl_epf_add(epf, &c[3].w, 1), 0);
+    ck_assert_int_eq(atomic_load(&c[3].calls), 0);
+    complete_one(epf, UCS_OK);
+    ck_assert_int_eq(atomic_load(&c[2].calls), 1);
+    ck_assert_int_eq(atomic_load(&c[3].calls), 0);
+    ck_assert_int_eq(hixl_epf_progress(epf), 1);   /* idle: done here */
+    ck_assert_int_eq(atomic_load(&c[3].calls), 1);
+    ck_assert_int_eq(c[3].status, UCS_OK);
+    ck_assert_int_eq(flushes_posted, 1);
+    hixl_epf_close(epf, UCS_ERR_CANCELED);
+    ck_assert_int_eq(atomic_load(&c[1].calls) + atomic_load(&c[2].calls) +
+                     atomic_load(&c[3].calls), 3);
+}
+END_TEST
+
 START_TEST(test_group_commit)
 {
     hixl_epf_t *epf = new_epf(FLUSH_PENDING);
@@ -298,6 +350,7 @@ static Suite *unit_ep_flush_suite(void)
 
     tcase_add_test(tc, test_inline_completion);
     tcase_add_test(tc, test_inline_error);
+    tcase_add_test(tc, test_idle_skips_the_flush);
     tcase_add_test(tc, test_group_commit);
     tcase_add_test(tc, test_due_flush_taken_by_add);
     tcase_add_test(tc, test_close_settles_everything_once);

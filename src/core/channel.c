@@ -117,8 +117,10 @@ static ucs_status_ptr_t hixl_chan_flush(hixl_epf_t *epf, void *ep)
     ucs_status_ptr_t sp;
     int slot          = chan->cur;
     /* taken before UCX's flush is posted: a put posted after this sets it
-     * again for the next flush (hixl_chan_rma_posted) */
-    int ucx           = atomic_exchange(&chan->ucx_ops, 0);
+     * again for the next flush (hixl_chan_rma_posted); looked at first, as
+     * an exchange is an atomic read-modify-write even when it finds 0 */
+    int ucx           = atomic_load(&chan->ucx_ops) &&
+                        atomic_exchange(&chan->ucx_ops, 0);
 
     if (atomic_load(&chan->outstanding[slot]) == 0) {
         return ucx ? hixl_epf_ucp_flush(epf, ep) : NULL;
@@ -139,6 +141,17 @@ static ucs_status_ptr_t hixl_chan_flush(hixl_epf_t *epf, void *ep)
     }
     /* done through hixl_epf_flushed, maybe already */
     return (ucs_status_ptr_t)(uintptr_t)1;
+}
+
+/* The channel's idle test (ep_flush.h): hixl_chan_flush would return NULL
+ * now, having found no put or get since its last flush and no answer due
+ * in the current slot. */
+static int hixl_chan_idle(hixl_epf_t *epf)
+{
+    hixl_chan_t *chan = epf->owner;
+
+    return (atomic_load(&chan->ucx_ops) == 0) &&
+           (atomic_load(&chan->outstanding[chan->cur]) == 0);
 }
 
 void hixl_chan_rma_posted(hixl_chan_t *chan)
@@ -205,6 +218,7 @@ hixl_status_t hixl_chan_open(hixl_engine_t *engine, hixl_peer_t *peer)
     }
     peer->epf->owner = chan;
     peer->epf->flush = hixl_chan_flush;
+    peer->epf->idle  = hixl_chan_idle;
     peer->chan       = chan;
     return HIXL_SUCCESS;
 }

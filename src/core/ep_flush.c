@@ -102,12 +102,16 @@ static int hixl_epf_issue(hixl_epf_t *epf, hixl_epf_waiter_t *own)
     int more, due, own_done = 0;
 
     do {
-        hixl_epf_retain(epf);   /* the flush's, dropped by its completion */
-        sp = epf->flush(epf, epf->ep);
-        if (UCS_PTR_IS_PTR(sp)) {
-            return own_done;   /* the rest: hixl_epf_flushed */
+        if ((epf->idle != NULL) && epf->idle(epf)) {
+            sp = NULL;   /* nothing to flush: done at once */
+        } else {
+            hixl_epf_retain(epf);   /* the flush's, dropped by its completion */
+            sp = epf->flush(epf, epf->ep);
+            if (UCS_PTR_IS_PTR(sp)) {
+                return own_done;   /* the rest: hixl_epf_flushed */
+            }
+            hixl_epf_release(epf);  /* done at once: the owner's ref remains */
         }
-        hixl_epf_release(epf);  /* done at once: the owner's ref remains */
         group = hixl_epf_claim(epf, &due);
         hixl_epf_call(group, UCS_PTR_STATUS(sp), own, &own_done);
         more = due && hixl_epf_take_waiters(epf);

@@ -356,10 +356,9 @@ static hixl_status_t hixl_xfer_plan(hixl_engine_t *engine, const char *remote,
                                     hixl_peer_t **peer_p,
                                     hixl_xfer_plan_t *plan)
 {
-    uint64_t refresh = hixl_deadline_ns(engine->opts.connect_timeout_ms);
-
     hixl_peer_t *peer;
     hixl_status_t status;
+    uint64_t refresh;
 
     status = hixl_peer_lookup(engine, remote, 1, &peer);
     if (status != HIXL_SUCCESS) {
@@ -367,6 +366,9 @@ static hixl_status_t hixl_xfer_plan(hixl_engine_t *engine, const char *remote,
     }
     status = hixl_xfer_validate(engine, peer, descs, num_descs, plan);
     if ((status != HIXL_SUCCESS) && plan->remote_miss) {
+        /* read the clock only here: a full clock read was a tenth of a
+         * small transfer's cost */
+        refresh = hixl_deadline_ns(engine->opts.connect_timeout_ms);
         hixl_peer_retain(peer);
         /* within the transfer's own time */
         status = hixl_memory_refresh(engine, peer, (refresh < deadline) ?
