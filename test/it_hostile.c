@@ -569,7 +569,8 @@ static void stalled_listener(int lfd, int unused)
 /* A listener that answers the handshake but whose UCX never answers the
  * wire-up: the connect ends TIMEOUT, and the connector sleeps meanwhile
  * instead of spinning on UCX's event fd (UCX 1.13's tcp keeps it readable
- * while its connection is not acknowledged). */
+ * while its connection is not acknowledged).  Run 0 with the engine's
+ * progress thread, run 1 without: the caller's thread waits in connect. */
 START_TEST(test_connector_sleeps_on_stalled_wire_up)
 {
     double cpu0, cpu1, wall0, wall1;
@@ -580,18 +581,74 @@ START_TEST(test_connector_sleeps_on_stalled_wire_up)
 
     setenv("UCX_TLS", "tcp", 1);   /* this case's process only */
     pid = fake_spawn(stalled_listener, 0, name, sizeof(name));
-    e   = hx_engine("127.0.0.1", NULL);
+    e   = hx_engine("127.0.0.1", "hixl.ProgressThread", (_i == 0) ? "1" : "0",
+                    NULL);
     wall0 = cpu_clock_ms(CLOCK_MONOTONIC);
     cpu0  = cpu_clock_ms(CLOCK_PROCESS_CPUTIME_ID);
     hx_expect(hixl_connect(e, name, STALL_TIMEOUT_MS), HIXL_TIMEOUT,
               "wire-up");
     cpu1  = cpu_clock_ms(CLOCK_PROCESS_CPUTIME_ID);
     wall1 = cpu_clock_ms(CLOCK_MONOTONIC);
-    fprintf(stderr, "stalled wire-up: %.0f ms CPU in %.0f ms\n",
-            cpu1 - cpu0, wall1 - wall0);
+    fprintf(stderr, "stalled wire-up (%s progress thread): %.0f ms CPU in "
+            "%.0f ms\n", (_i == 0) ? "with a" : "without a", cpu1 - cpu0,
+            wall1 - wall0);
     ck_assert_msg(cpu1 - cpu0 < STALL_CPU_SHARE_MAX * (wall1 - wall0),
                   "the connector spent %.0f ms of CPU in %.0f ms waiting for "
                   "a wire-up that never came", cpu1 - cpu0, wall1 - wall0);
+    hx_ok(hixl_finalize(e));
+    ck_assert(waitpid(pid, &status, 0) == pid);
+    ck_assert_msg(WIFEXITED(status) && (WEXITSTATUS(status) == 0),
+                  "the fake listener failed (status %d)", status);
+}
+END_TEST
+
+/* The same wait in an application's epoll loop: no progress thread, the
+ * connect in the background (hixl_connect_async), the application asleep
+ * on the engine's event fd.  The fd holds UCX's, which stays readable all
+ * the while: the process must still sleep, and the connect must fail. */
+START_TEST(test_event_fd_sleeps_on_stalled_wire_up)
+{
+    hixl_async_connect_status_t st = HIXL_ASYNC_CONNECT_PENDING;
+    double cpu0, cpu1, wall0, wall1, give_up;
+    unsigned sleeps = 0, wakes = 0;
+    struct pollfd pfd;
+    hixl_engine_t *e;
+    char name[64];
+    int status, fd, armed;
+    pid_t pid;
+
+    setenv("UCX_TLS", "tcp", 1);   /* this case's process only */
+    pid = fake_spawn(stalled_listener, 0, name, sizeof(name));
+    e   = hx_engine("127.0.0.1", "hixl.ProgressThread", "0", NULL);
+    hx_ok(hixl_get_event_fd(e, &fd));
+    wall0   = cpu_clock_ms(CLOCK_MONOTONIC);
+    cpu0    = cpu_clock_ms(CLOCK_PROCESS_CPUTIME_ID);
+    give_up = wall0 + STALL_TIMEOUT_MS + 10000;
+    hx_ok(hixl_connect_async(e, name, STALL_TIMEOUT_MS));
+    while (cpu_clock_ms(CLOCK_MONOTONIC) < give_up) {
+        hx_ok(hixl_get_async_connect_status(e, name, &st));
+        if ((st == HIXL_ASYNC_CONNECTED) || (st == HIXL_ASYNC_CONNECT_FAILED)) {
+            break;
+        }
+        hx_ok(hixl_arm(e, &armed));
+        if (armed) {
+            pfd.fd      = fd;
+            pfd.events  = POLLIN;
+            pfd.revents = 0;
+            ++sleeps;
+            wakes += (poll(&pfd, 1, 100) > 0);
+        }
+    }
+    cpu1  = cpu_clock_ms(CLOCK_PROCESS_CPUTIME_ID);
+    wall1 = cpu_clock_ms(CLOCK_MONOTONIC);
+    fprintf(stderr, "stalled wire-up, event fd: %.0f ms CPU in %.0f ms, %u "
+            "sleeps, %u woken\n", cpu1 - cpu0, wall1 - wall0, sleeps, wakes);
+    ck_assert_msg(st == HIXL_ASYNC_CONNECT_FAILED, "the background connect "
+                  "to a stalled listener ended in state %d", (int)st);
+    ck_assert_msg(cpu1 - cpu0 < STALL_CPU_SHARE_MAX * (wall1 - wall0),
+                  "the application spent %.0f ms of CPU in %.0f ms asleep on "
+                  "the event fd while a wire-up never came", cpu1 - cpu0,
+                  wall1 - wall0);
     hx_ok(hixl_finalize(e));
     ck_assert(waitpid(pid, &status, 0) == pid);
     ck_assert_msg(WIFEXITED(status) && (WEXITSTATUS(status) == 0),
@@ -610,7 +667,8 @@ int main(void)
     tcase_add_test(tc, test_silent_flood_does_not_lock_out);
     tcase_add_loop_test(tc, test_connector_survives_bad_listener, 0,
                         sizeof(fakes) / sizeof(fakes[0]));
-    tcase_add_test(tc, test_connector_sleeps_on_stalled_wire_up);
+    tcase_add_loop_test(tc, test_connector_sleeps_on_stalled_wire_up, 0, 2);
+    tcase_add_test(tc, test_event_fd_sleeps_on_stalled_wire_up);
     suite_add_tcase(s, tc);
     return hx_main(s);
 }

@@ -25,6 +25,7 @@ void hixl_events_init(hixl_events_t *ev)
     atomic_init(&ev->armed_at, 0);
     atomic_init(&ev->closing, 0);
     atomic_init(&ev->waiters, 0);
+    hixl_events_nap_init(&ev->nap);
 }
 
 void hixl_events_cleanup(hixl_events_t *ev)
@@ -36,6 +37,7 @@ void hixl_events_cleanup(hixl_events_t *ev)
         close(ev->efd);
     }
     ev->epfd = ev->efd = -1;
+    hixl_events_nap_cleanup(&ev->nap);
     pthread_mutex_destroy(&ev->lock);
 }
 
@@ -85,7 +87,8 @@ static hixl_status_t hixl_events_create(hixl_engine_t *engine)
          * wake it for UCX and socket events too, so that its hixl_arm
          * (which progresses) runs */
         (!engine->progress.running &&
-         (hixl_events_epoll_add(ev->epfd, engine->progress.epfd) != 0))) {
+         ((hixl_events_epoll_add(ev->epfd, engine->progress.epfd) != 0) ||
+          (hixl_events_nap_create(&ev->nap, ev->epfd) != 0)))) {
         hixl_error(HIXL_RESOURCE_EXHAUSTED, "engine %s: epoll for the event "
                    "fd: %s", engine->name.canon, strerror(errno));
         if (ev->epfd >= 0) {
@@ -123,7 +126,7 @@ hixl_status_t hixl_events_arm(hixl_engine_t *engine, int *armed_p)
     hixl_events_t *ev = &engine->events;
     unsigned long now, prev;
     uint64_t value;
-    int fd;
+    int fd, ready;
     hixl_status_t status;
 
     status = hixl_events_fd(engine, &fd);
@@ -131,8 +134,13 @@ hixl_status_t hixl_events_arm(hixl_engine_t *engine, int *armed_p)
         return status;
     }
     *armed_p = 0;
-    if (!engine->progress.running && !hixl_progress_ready_to_sleep(engine)) {
-        return HIXL_SUCCESS;   /* UCX or a socket has work: progress again */
+    if (!engine->progress.running) {
+        pthread_mutex_lock(&ev->lock);
+        ready = hixl_events_nap_prepare(engine);
+        pthread_mutex_unlock(&ev->lock);
+        if (!ready) {
+            return HIXL_SUCCESS;   /* UCX or a socket had work: look again */
+        }
     }
     /* clear, then arm, then re-check (ucp_worker_arm's order) */
     while (read(ev->efd, &value, sizeof(value)) > 0) {

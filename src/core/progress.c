@@ -546,26 +546,48 @@ int hixl_progress_ready_to_sleep(hixl_engine_t *engine)
     return (p->worker_efd >= 0) && (hixl_progress_arm(engine) == UCS_OK);
 }
 
-unsigned hixl_progress_block(hixl_engine_t *engine, uint64_t deadline_ns)
+unsigned hixl_progress_block(hixl_engine_t *engine, uint64_t deadline_ns,
+                             hixl_idle_wakes_t *wakes)
 {
     hixl_progress_t *p = &engine->progress;
-    uint64_t now, cap_ns;
+    int busy           = (atomic_load(&p->busy) > 0);
+    uint64_t now, cap_ns, nap_ns, slept_at;
+    unsigned n;
     int ms;
 
-    if (!hixl_progress_ready_to_sleep(engine)) {
-        return 1;
+    /* nobody kicks a thread that is not there: kick counts play no part */
+    n = hixl_progress_for_control(engine);
+    hixl_idle_wakes_round(wakes, n, 0);
+    if (n > 0) {
+        return n;
     }
-    cap_ns = (atomic_load(&p->busy) > 0) ? HIXL_BUSY_NAP_MS * HIXL_NS_PER_MS :
-             HIXL_IDLE_NAP_MS * HIXL_NS_PER_MS;
     now = hixl_now_ns();
     if (deadline_ns <= now) {
         return 0;
     }
+    cap_ns = busy ? HIXL_BUSY_NAP_MS * HIXL_NS_PER_MS :
+             HIXL_IDLE_NAP_MS * HIXL_NS_PER_MS;
     if (deadline_ns - now < cap_ns) {
         cap_ns = deadline_ns - now;
     }
-    ms = (int)((cap_ns + HIXL_NS_PER_MS - 1) / HIXL_NS_PER_MS);
-    return hixl_poll_control(engine, ms);
+    nap_ns = (p->worker_efd >= 0) ? hixl_idle_wakes_nap_ns(wakes, busy) : 0;
+    if (nap_ns > 0) {
+        hixl_idle_wakes_nap((nap_ns < cap_ns) ? nap_ns : cap_ns);
+        return 0;
+    }
+    /* the sockets now (what they bring wakes the sleeper anyway: level
+     * triggered); without UCX event fds nothing would wake the sleeper:
+     * never sleep; UCX busy: progress again */
+    hixl_poll_control(engine, 0);
+    if ((p->worker_efd < 0) || (hixl_progress_arm(engine) != UCS_OK)) {
+        return 0;
+    }
+    ms       = (int)((cap_ns + HIXL_NS_PER_MS - 1) / HIXL_NS_PER_MS);
+    slept_at = hixl_now_ns();
+    n        = hixl_poll_control(engine, ms);
+    hixl_idle_wakes_slept(wakes, slept_at, hixl_now_ns(),
+                          (uint64_t)ms * HIXL_NS_PER_MS, 0, n);
+    return n;
 }
 
 /* ---- waiting ------------------------------------------------------------------ */
@@ -574,9 +596,43 @@ unsigned hixl_progress_block(hixl_engine_t *engine, uint64_t deadline_ns)
  * broadcast engine->cond, UCX completions do not. */
 #define HIXL_WAIT_SLICE_NS HIXL_NS_PER_MS
 
+/* Without a progress thread the waiter progresses the engine itself: it
+ * polls while events came within hixl.ProgressSpinUs, as the thread
+ * would, then sleeps on the engine's fds between them.  (It polled for
+ * the whole wait: a connect to a listener whose UCX never answered took a
+ * core for the connect's whole timeout.)  *spin_end: when polling stops
+ * unless something comes; 0 at the start of a wait. */
+static void hixl_engine_wait_turn(hixl_engine_t *engine, uint64_t deadline_ns,
+                                  uint64_t *spin_end, hixl_idle_wakes_t *wakes)
+{
+    uint64_t spin_ns = (uint64_t)engine->opts.progress_spin_us *
+                       HIXL_NS_PER_US;
+    uint64_t now     = hixl_now_ns();
+    uint64_t wake;
+
+    if (*spin_end == 0) {
+        *spin_end = now + spin_ns;
+    }
+    if (now < *spin_end) {
+        if (hixl_progress_for_control(engine) > 0) {
+            *spin_end = hixl_now_ns() + spin_ns;
+        }
+        return;
+    }
+    /* a slice at most: what the caller waits for may be a change another
+     * thread makes without an event (it broadcasts engine->cond) */
+    wake = (deadline_ns - now > HIXL_WAIT_SLICE_NS) ?
+           now + HIXL_WAIT_SLICE_NS : deadline_ns;
+    if (hixl_progress_block(engine, wake, wakes) > 0) {
+        *spin_end = hixl_now_ns() + spin_ns;
+    }
+}
+
 int hixl_engine_wait(hixl_engine_t *engine, uint64_t deadline_ns,
                      int (*pred)(void *arg), void *arg)
 {
+    hixl_idle_wakes_t wakes = {0};
+    uint64_t spin_end       = 0;
     struct timespec ts;
     uint64_t now, wake;
 
@@ -588,7 +644,7 @@ int hixl_engine_wait(hixl_engine_t *engine, uint64_t deadline_ns,
         }
         if (!engine->progress.running) {
             pthread_mutex_unlock(&engine->lock);
-            hixl_progress_for_control(engine);
+            hixl_engine_wait_turn(engine, deadline_ns, &spin_end, &wakes);
             pthread_mutex_lock(&engine->lock);
             continue;
         }

@@ -25,6 +25,8 @@
 #ifndef HIXL_CORE_PROGRESS_H_
 #define HIXL_CORE_PROGRESS_H_
 
+#include "core/idle_wakes.h"
+
 #include <hixl/hixl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -154,9 +156,13 @@ int hixl_progress_ready_to_sleep(hixl_engine_t *engine);
 /* Without a progress thread, a blocking call's turn: progress, and when
  * nothing happened sleep in epoll on the engine's sockets and UCX's event
  * fds until one fires, deadline_ns passes, or at most 1 ms with work in
- * flight (100 ms idle), as the progress thread would.  Returns events
- * handled (0 after a sleep that saw none). */
-unsigned hixl_progress_block(hixl_engine_t *engine, uint64_t deadline_ns);
+ * flight (100 ms idle), as the progress thread would.  wakes is the
+ * caller's, kept across the turns of one wait (zeroed at its start): where
+ * UCX's fd wakes the sleeper for nothing, turns nap instead, as the
+ * thread does (core/idle_wakes.h).  Returns events handled (0 after a
+ * sleep or nap that saw none). */
+unsigned hixl_progress_block(hixl_engine_t *engine, uint64_t deadline_ns,
+                             hixl_idle_wakes_t *wakes);
 
 /* Work was posted: make sure a sleeping progress thread wakes for it. */
 void hixl_progress_kick(hixl_engine_t *engine);

@@ -18,6 +18,7 @@
  * (engine->lock held); 1 when there are notifies. */
 static int hixl_notify_wait_queued(hixl_engine_t *engine, uint64_t deadline)
 {
+    hixl_idle_wakes_t wakes = {0};
     struct timespec ts;
     uint64_t now, wake;
 
@@ -36,7 +37,7 @@ static int hixl_notify_wait_queued(hixl_engine_t *engine, uint64_t deadline)
             pthread_cond_timedwait(&engine->cond, &engine->lock, &ts);
         } else {
             pthread_mutex_unlock(&engine->lock);
-            hixl_progress_block(engine, wake);
+            hixl_progress_block(engine, wake, &wakes);
             pthread_mutex_lock(&engine->lock);
         }
     }

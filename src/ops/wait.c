@@ -145,9 +145,10 @@ static hixl_status_t hixl_wait_loop(hixl_wait_set_t *ws,
                                     hixl_wait_mode_t mode,
                                     int32_t timeout_ms)
 {
-    hixl_engine_t *engine = ws->engine;
-    uint64_t deadline     = hixl_deadline_ns(timeout_ms);
-    size_t want           = (mode == HIXL_WAIT_ALL) ? ws->n : 1;
+    hixl_engine_t *engine   = ws->engine;
+    uint64_t deadline       = hixl_deadline_ns(timeout_ms);
+    size_t want             = (mode == HIXL_WAIT_ALL) ? ws->n : 1;
+    hixl_idle_wakes_t wakes = {0};
 
     for (;;) {
         hixl_wait_collect(ws);
@@ -169,7 +170,8 @@ static hixl_status_t hixl_wait_loop(hixl_wait_set_t *ws,
             hixl_req_sleep_until(&engine->reqs, hixl_wait_ready, ws,
                                  hixl_wait_wake_ns(ws, deadline));
         } else {
-            hixl_progress_block(engine, hixl_wait_wake_ns(ws, deadline));
+            hixl_progress_block(engine, hixl_wait_wake_ns(ws, deadline),
+                                &wakes);
         }
     }
 }
