@@ -112,8 +112,8 @@ int hixl_events_nap_prepare(hixl_engine_t *engine)
     if (nap->napping) {
         hixl_events_nap_end(engine);   /* a nap is not a sleep: not counted */
     } else if (nap->armed_ns != 0) {
-        /* the application slept since the last arm: the library's own
-         * events woke it for something */
+        /* the application slept since the last arm: a wake-up soon after
+         * it, with no event of the library's since, was for nothing */
         hixl_idle_wakes_slept(&nap->wakes, nap->armed_ns, now,
                               2 * HIXL_EVENTS_EARLY_NS, 0,
                               atomic_load(&ev->count) != nap->count);
