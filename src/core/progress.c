@@ -391,6 +391,15 @@ void hixl_progress_data_seen(hixl_engine_t *engine)
  * thread sooner; periodic work needs it at least this often */
 #define HIXL_IDLE_NAP_MS   100
 
+/* The longest sleep on the fds now (the thread's, and a blocking call's
+ * without one): without UCX event fds nothing but the sockets would wake
+ * the sleeper, so 1 ms. */
+static int hixl_progress_sleep_ms(hixl_progress_t *p)
+{
+    return (p->worker_efd < 0) ? 1 :
+           (atomic_load(&p->busy) > 0) ? HIXL_BUSY_NAP_MS : HIXL_IDLE_NAP_MS;
+}
+
 static uint64_t hixl_progress_spin_ns(const hixl_progress_t *p, int busy,
                                       uint64_t idle_spin_ns)
 {
@@ -484,9 +493,7 @@ static void *hixl_progress_main(void *arg)
             continue;
         }
         if (!atomic_load(&p->stop)) {
-            sleep_ms = (p->worker_efd < 0) ? 1 :
-                       (atomic_load(&p->busy) > 0) ? HIXL_BUSY_NAP_MS :
-                       HIXL_IDLE_NAP_MS;
+            sleep_ms = hixl_progress_sleep_ms(p);
             slept_at = hixl_now_ns();
             ctrl     = hixl_poll_control(engine, sleep_ms);
             hixl_idle_wakes_slept(&wakes, slept_at, hixl_now_ns(),
@@ -550,36 +557,27 @@ unsigned hixl_progress_block(hixl_engine_t *engine, uint64_t deadline_ns,
                              hixl_idle_wakes_t *wakes)
 {
     hixl_progress_t *p = &engine->progress;
-    int busy           = (atomic_load(&p->busy) > 0);
     uint64_t now, cap_ns, nap_ns, slept_at;
     unsigned n;
     int ms;
 
     /* nobody kicks a thread that is not there: kick counts play no part */
-    n = hixl_progress_for_control(engine);
-    hixl_idle_wakes_round(wakes, n, 0);
-    if (n > 0) {
-        return n;
+    if (!hixl_progress_ready_to_sleep(engine)) {
+        hixl_idle_wakes_round(wakes, 1, 0);
+        return 1;
     }
+    hixl_idle_wakes_round(wakes, 0, 0);
     now = hixl_now_ns();
     if (deadline_ns <= now) {
         return 0;
     }
-    cap_ns = busy ? HIXL_BUSY_NAP_MS * HIXL_NS_PER_MS :
-             HIXL_IDLE_NAP_MS * HIXL_NS_PER_MS;
+    cap_ns = (uint64_t)hixl_progress_sleep_ms(p) * HIXL_NS_PER_MS;
     if (deadline_ns - now < cap_ns) {
         cap_ns = deadline_ns - now;
     }
-    nap_ns = (p->worker_efd >= 0) ? hixl_idle_wakes_nap_ns(wakes, busy) : 0;
+    nap_ns = hixl_idle_wakes_nap_ns(wakes, atomic_load(&p->busy) > 0);
     if (nap_ns > 0) {
         hixl_idle_wakes_nap((nap_ns < cap_ns) ? nap_ns : cap_ns);
-        return 0;
-    }
-    /* the sockets now (what they bring wakes the sleeper anyway: level
-     * triggered); without UCX event fds nothing would wake the sleeper:
-     * never sleep; UCX busy: progress again */
-    hixl_poll_control(engine, 0);
-    if ((p->worker_efd < 0) || (hixl_progress_arm(engine) != UCS_OK)) {
         return 0;
     }
     ms       = (int)((cap_ns + HIXL_NS_PER_MS - 1) / HIXL_NS_PER_MS);

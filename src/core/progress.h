@@ -159,8 +159,8 @@ int hixl_progress_ready_to_sleep(hixl_engine_t *engine);
  * flight (100 ms idle), as the progress thread would.  wakes is the
  * caller's, kept across the turns of one wait (zeroed at its start): where
  * UCX's fd wakes the sleeper for nothing, turns nap instead, as the
- * thread does (core/idle_wakes.h).  Returns events handled (0 after a
- * sleep or nap that saw none). */
+ * thread does (core/idle_wakes.h).  Returns 0 after a sleep or nap that
+ * saw nothing, else non-zero (work was found and progressed). */
 unsigned hixl_progress_block(hixl_engine_t *engine, uint64_t deadline_ns,
                              hixl_idle_wakes_t *wakes);
 
