@@ -88,7 +88,8 @@ static hixl_status_t hixl_events_create(hixl_engine_t *engine)
          * (which progresses) runs */
         (!engine->progress.running &&
          ((hixl_events_epoll_add(ev->epfd, engine->progress.epfd) != 0) ||
-          (hixl_events_nap_create(&ev->nap, ev->epfd) != 0)))) {
+          (hixl_events_nap_create(&ev->nap) < 0) ||
+          (hixl_events_epoll_add(ev->epfd, ev->nap.tfd) != 0)))) {
         hixl_error(HIXL_RESOURCE_EXHAUSTED, "engine %s: epoll for the event "
                    "fd: %s", engine->name.canon, strerror(errno));
         if (ev->epfd >= 0) {
@@ -96,6 +97,7 @@ static hixl_status_t hixl_events_create(hixl_engine_t *engine)
         }
         close(ev->efd);
         ev->epfd = ev->efd = -1;
+        hixl_events_nap_cleanup(&ev->nap);
         return HIXL_RESOURCE_EXHAUSTED;
     }
     /* armed from the start: the first event after this call wakes the

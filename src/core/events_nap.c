@@ -21,23 +21,10 @@ void hixl_events_nap_init(hixl_events_nap_t *nap)
     nap->tfd = -1;
 }
 
-int hixl_events_nap_create(hixl_events_nap_t *nap, int epfd)
+int hixl_events_nap_create(hixl_events_nap_t *nap)
 {
-    struct epoll_event e;
-
     nap->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (nap->tfd < 0) {
-        return -1;
-    }
-    memset(&e, 0, sizeof(e));
-    e.events  = EPOLLIN;
-    e.data.fd = nap->tfd;
-    if (epoll_ctl(epfd, EPOLL_CTL_ADD, nap->tfd, &e) != 0) {
-        close(nap->tfd);
-        nap->tfd = -1;
-        return -1;
-    }
-    return 0;
+    return nap->tfd;
 }
 
 void hixl_events_nap_cleanup(hixl_events_nap_t *nap)

@@ -43,9 +43,9 @@ typedef struct hixl_events_nap {
 
 void hixl_events_nap_init(hixl_events_nap_t *nap);
 
-/* The timer, added to the application's epoll set epfd (events->lock
- * held, no progress thread).  0, or -1 with errno. */
-int hixl_events_nap_create(hixl_events_nap_t *nap, int epfd);
+/* The timer (events->lock held, no progress thread), for the caller to
+ * add to the application's epoll set: its fd, or -1 with errno. */
+int hixl_events_nap_create(hixl_events_nap_t *nap);
 
 void hixl_events_nap_cleanup(hixl_events_nap_t *nap);
 
