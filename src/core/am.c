@@ -267,8 +267,10 @@ static ucs_status_t hixl_am_post(ucp_ep_h ep, unsigned id, hixl_am_ctx_t *ctx,
         param.datatype      = ctx->engine->am->pack_dt;
         data                = ctx;
     }
+    hixl_ucx_post_begin(&ctx->engine->progress.ucx_posting);
     sp = ucp_am_send_nbx(ep, id, &ctx->hdr, sizeof(ctx->hdr), data, len,
                          &param);
+    hixl_ucx_post_end(&ctx->engine->progress.ucx_posting);
     if (UCS_PTR_IS_PTR(sp)) {
         return UCS_OK;
     }

@@ -61,8 +61,13 @@ hixl_status_t hixl_progress_init(hixl_engine_t *engine)
 
 unsigned hixl_progress_ucx(hixl_engine_t *engine)
 {
-    unsigned n = ucp_worker_progress(engine->ucp_worker);
+    unsigned n = 0;
     unsigned in;
+
+    /* the out worker is the one the application's threads post on */
+    if (!hixl_ucx_progress_yields(&engine->progress.ucx_posting)) {
+        n = ucp_worker_progress(engine->ucp_worker);
+    }
 
     if (engine->ucp_worker_in != NULL) {
         in = ucp_worker_progress(engine->ucp_worker_in);
@@ -76,8 +81,12 @@ unsigned hixl_progress_ucx(hixl_engine_t *engine)
  * (progress them instead of sleeping). */
 static ucs_status_t hixl_progress_arm(hixl_engine_t *engine)
 {
-    ucs_status_t ustatus = ucp_worker_arm(engine->ucp_worker);
+    ucs_status_t ustatus;
 
+    if (hixl_ucx_progress_yields(&engine->progress.ucx_posting)) {
+        return UCS_ERR_BUSY;   /* a post is under way: not idle */
+    }
+    ustatus = ucp_worker_arm(engine->ucp_worker);
     if ((ustatus == UCS_OK) && (engine->ucp_worker_in != NULL)) {
         ustatus = ucp_worker_arm(engine->ucp_worker_in);
     }

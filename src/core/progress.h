@@ -26,6 +26,7 @@
 #define HIXL_CORE_PROGRESS_H_
 
 #include "core/idle_wakes.h"
+#include "core/ucx_posting.h"
 
 #include <hixl/hixl.h>
 #include <pthread.h>
@@ -76,6 +77,8 @@ typedef struct hixl_progress {
                                          connections: WRITEs not answered
                                          yet (core/channel.h) */
     atomic_int         flush_wanted;  /* an endpoint flush is due */
+    hixl_ucx_posting_t ucx_posting;   /* threads posting on the out worker
+                                         (core/ucx_posting.h) */
     uint64_t           gap_ns;        /* between events, smoothed (the
                                          thread's own) */
     hixl_progress_fn_t *fns;          /* grows (util/array.h) */

@@ -157,7 +157,8 @@ static hixl_status_t hixl_xfer_validate(hixl_engine_t *engine,
 
 /* One put or get between host-reachable regions; UCX's error status, or
  * UCS_OK once posted (completion is proven by the flush that follows). */
-static ucs_status_t hixl_xfer_rma(hixl_peer_t *peer, hixl_transfer_op_t op,
+static ucs_status_t hixl_xfer_rma(hixl_engine_t *engine, hixl_peer_t *peer,
+                                  hixl_transfer_op_t op,
                                   const hixl_transfer_op_desc_t *d,
                                   const hixl_xfer_slot_t *s)
 {
@@ -166,6 +167,7 @@ static ucs_status_t hixl_xfer_rma(hixl_peer_t *peer, hixl_transfer_op_t op,
 
     param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMH;
     param.memh         = s->local->memh;
+    hixl_ucx_post_begin(&engine->progress.ucx_posting);
     if (op == HIXL_WRITE) {
         sp = ucp_put_nbx(peer->ep, (void*)d->local_addr, d->len,
                          d->remote_addr, s->remote->rkey, &param);
@@ -173,6 +175,7 @@ static ucs_status_t hixl_xfer_rma(hixl_peer_t *peer, hixl_transfer_op_t op,
         sp = ucp_get_nbx(peer->ep, (void*)d->local_addr, d->len,
                          d->remote_addr, s->remote->rkey, &param);
     }
+    hixl_ucx_post_end(&engine->progress.ucx_posting);
     if (UCS_PTR_IS_ERR(sp)) {
         return UCS_PTR_STATUS(sp);
     }
@@ -231,7 +234,7 @@ static ucs_status_t hixl_xfer_host(hixl_engine_t *engine, hixl_peer_t *peer,
                                    const hixl_xfer_slot_t *s, int blocking)
 {
     if (s->remote->path == HIXL_RPATH_UCX) {
-        return hixl_xfer_rma(peer, req->op, d, s);
+        return hixl_xfer_rma(engine, peer, req->op, d, s);
     }
     if ((s->remote->path == HIXL_RPATH_CMA) ||
         (s->remote->path == HIXL_RPATH_MAP)) {
@@ -287,7 +290,8 @@ static void hixl_xfer_post(hixl_engine_t *engine, hixl_peer_t *peer,
  * a peer polls for lands without waiting for our bookkeeping.  Returns
  * UCS_OK, or the first failure with its index in *failed_at (the rest is
  * not posted). */
-static ucs_status_t hixl_xfer_post_host(hixl_peer_t *peer,
+static ucs_status_t hixl_xfer_post_host(hixl_engine_t *engine,
+                                        hixl_peer_t *peer,
                                         hixl_transfer_op_t op,
                                         const hixl_transfer_op_desc_t *descs,
                                         size_t num_descs,
@@ -301,7 +305,8 @@ static ucs_status_t hixl_xfer_post_host(hixl_peer_t *peer,
         if (plan->slots[i].local == NULL) {
             continue;
         }
-        ustatus = hixl_xfer_rma(peer, op, &descs[i], &plan->slots[i]);
+        ustatus = hixl_xfer_rma(engine, peer, op, &descs[i],
+                                &plan->slots[i]);
         if (ustatus != UCS_OK) {
             *failed_at = i;
             return ustatus;
@@ -490,8 +495,8 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
         /* The puts go out first, and the request (available, checked
          * above; we are its only taker) is filled in after them, off the
          * path a waiting peer sees. */
-        ustatus = hixl_xfer_post_host(peer, op, descs, num_descs, &plan,
-                                      &failed_at);
+        ustatus = hixl_xfer_post_host(engine, peer, op, descs, num_descs,
+                                      &plan, &failed_at);
     }
     req            = hixl_req_get(&engine->reqs, engine);
     req->op        = op;
