@@ -1,8 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# bench/fan with tiny sizes, so that the benchmark cannot rot: fan-in and
+# bench/fan in small runs, so that the benchmark cannot rot: fan-in and
 # fan-out with N = 1, 2 (and the bare-UCX transfers and endpoints they run
-# beside), then the cold test once, over shared memory and tcp.  It
+# beside), then the cold test once, over shared memory and tcp, then
+# fan-in into a large decode region over shared memory.  It
 # asserts what fan itself checks: every run completed and the receiving
 # side verified every byte (exit status 0; 3 means bad data).  It measures
 # nothing.
@@ -28,4 +29,9 @@ run() {
 run -t fan_in,fan_out -N 2 -T 4M -s 256K -r 1 --idle 0.1 \
     --tls sm --tls tcp
 run -t cold -T 4M -s 1M -r 1 --tls sm --tls tcp
+# a decode region large enough that same-host WRITEs bypass the caches
+# (src/util/copy.h): 4 MiB descriptors, and 100000-byte ones whose
+# destinations start off a cache line
+run -t fan_in -N 2 -T 128M -s 4M -r 1 --idle 0 --tls sm
+run -t fan_in -N 1 -T 64M -s 100000 -r 1 --idle 0 --tls sm
 exit $rc

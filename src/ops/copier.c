@@ -8,6 +8,7 @@
 #include "core/cma.h"
 #include "core/engine.h"
 #include "core/request.h"
+#include "util/copy.h"
 #include "util/log.h"
 #include "util/workq.h"
 
@@ -31,17 +32,22 @@ typedef struct hixl_copy_job {
     void                 *local;
     uint64_t              remote;
     size_t                len;
+    int                   stream;
 } hixl_copy_job_t;
 
 hixl_status_t hixl_copy_now(int write, pid_t pid, void *local,
-                            uint64_t remote, size_t len)
+                            uint64_t remote, size_t len, int stream)
 {
     void *r = (void*)(uintptr_t)remote;
 
     if (pid != 0) {
         return hixl_cma_copy(pid, write, local, remote, len);
     }
-    memcpy(write ? r : local, write ? local : r, len);
+    if (stream) {
+        hixl_copy_streaming(write ? r : local, write ? local : r, len);
+    } else {
+        memcpy(write ? r : local, write ? local : r, len);
+    }
     return HIXL_SUCCESS;
 }
 
@@ -80,7 +86,8 @@ static void hixl_copier_run(hixl_engine_t *engine, hixl_copy_job_t *job)
             return;   /* closed: its transfers ended with it */
         }
         status = hixl_copy_now(job->write, job->pid,
-                               (char*)job->local + off, job->remote + off, n);
+                               (char*)job->local + off, job->remote + off, n,
+                               job->stream);
         hixl_chan_copy_end(job->chan);
         if (status != HIXL_SUCCESS) {
             snprintf(why, sizeof(why), "%s", hixl_error_message());
@@ -121,7 +128,8 @@ static void hixl_copier_drop(hixl_work_t *work)
 
 hixl_status_t hixl_copier_post(hixl_engine_t *engine, hixl_chan_t *chan,
                                hixl_request_t *req, int write, pid_t pid,
-                               void *local, uint64_t remote, size_t len)
+                               void *local, uint64_t remote, size_t len,
+                               int stream)
 {
     hixl_copy_job_t *job;
 
@@ -130,7 +138,7 @@ hixl_status_t hixl_copier_post(hixl_engine_t *engine, hixl_chan_t *chan,
     }
     job = (engine->copier != NULL) ? calloc(1, sizeof(*job)) : NULL;
     if (job == NULL) {   /* out of memory: the caller's thread does it */
-        return hixl_copy_now(write, pid, local, remote, len);
+        return hixl_copy_now(write, pid, local, remote, len, stream);
     }
     job->work.run   = hixl_copier_work;
     job->engine     = engine;
@@ -142,12 +150,13 @@ hixl_status_t hixl_copier_post(hixl_engine_t *engine, hixl_chan_t *chan,
     job->local      = local;
     job->remote     = remote;
     job->len        = len;
+    job->stream     = stream;
     /* counted before the thread can answer it: flushes wait for it */
     job->slot       = hixl_chan_post(chan, HIXL_ANSWER_ELSEWHERE);
     if (hixl_workq_post(engine->copier, &job->work) != 0) {
         hixl_chan_answered(chan, job->slot, HIXL_ANSWER_ELSEWHERE);
         free(job);
-        return hixl_copy_now(write, pid, local, remote, len);
+        return hixl_copy_now(write, pid, local, remote, len, stream);
     }
     return HIXL_SUCCESS;
 }

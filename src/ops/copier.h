@@ -39,15 +39,18 @@ typedef struct hixl_request hixl_request_t;
 
 /* Queue a copy of len bytes between local and remote (write: local ->
  * remote): pid 0, remote is an address of this process (a peer's memory
- * mapped here); else remote is in process pid (engine->lock held). */
+ * mapped here); else remote is in process pid (engine->lock held).
+ * stream: with pid 0, the copy bypasses the caches (util/copy.h,
+ * hixl_copy_sweeps). */
 hixl_status_t hixl_copier_post(hixl_engine_t *engine, hixl_chan_t *chan,
                                hixl_request_t *req, int write, pid_t pid,
-                               void *local, uint64_t remote, size_t len);
+                               void *local, uint64_t remote, size_t len,
+                               int stream);
 
 /* The same copy, now, in this thread (HIXL_SUCCESS, or FAILED with the
  * reason as the last error). */
 hixl_status_t hixl_copy_now(int write, pid_t pid, void *local,
-                            uint64_t remote, size_t len);
+                            uint64_t remote, size_t len, int stream);
 
 /* Whether copies for this engine are handed to the thread. */
 int hixl_copier_enabled(const hixl_engine_t *engine);

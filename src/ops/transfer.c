@@ -26,6 +26,7 @@
 #include "util/args.h"
 #include "util/array.h"
 #include "util/clock.h"
+#include "util/copy.h"
 #include "util/log.h"
 
 #include <inttypes.h>
@@ -197,20 +198,23 @@ static ucs_status_t hixl_xfer_copy(hixl_engine_t *engine, hixl_peer_t *peer,
     int write        = (req->op == HIXL_WRITE);
     pid_t pid        = 0;
     uint64_t remote  = d->remote_addr;
+    int stream       = 0;
     hixl_status_t status;
 
     if (rr->path == HIXL_RPATH_MAP) {
         remote = (uint64_t)(uintptr_t)rr->mapped +
                  (d->remote_addr - rr->range.addr);
+        /* a WRITE into a peer's KV cache sweeps it (util/copy.h) */
+        stream = write && hixl_copy_sweeps(d->len, rr->range.len);
     } else {
         pid = peer->cma_pid;
     }
     status = (!blocking && hixl_copier_enabled(engine)) ?
              hixl_copier_post(engine, peer->chan, req, write, pid,
                               (void*)(uintptr_t)d->local_addr, remote,
-                              d->len) :
+                              d->len, stream) :
              hixl_copy_now(write, pid, (void*)(uintptr_t)d->local_addr,
-                           remote, d->len);
+                           remote, d->len, stream);
     if (status != HIXL_SUCCESS) {
         hixl_req_fail(req, HIXL_FAILED, "%s", hixl_error_message());
         return UCS_ERR_IO_ERROR;
