@@ -38,15 +38,17 @@ typedef struct hixl_copy_job {
 hixl_status_t hixl_copy_now(int write, pid_t pid, void *local,
                             uint64_t remote, size_t len, int stream)
 {
-    void *r = (void*)(uintptr_t)remote;
+    void *r         = (void*)(uintptr_t)remote;
+    void *dst       = write ? r : local;
+    const void *src = write ? local : r;
 
     if (pid != 0) {
         return hixl_cma_copy(pid, write, local, remote, len);
     }
     if (stream) {
-        hixl_copy_streaming(write ? r : local, write ? local : r, len);
+        hixl_copy_streaming(dst, src, len);
     } else {
-        memcpy(write ? r : local, write ? local : r, len);
+        memcpy(dst, src, len);
     }
     return HIXL_SUCCESS;
 }
