@@ -193,19 +193,22 @@ static ucs_status_t hixl_xfer_rma(hixl_engine_t *engine, hixl_peer_t *peer,
 static ucs_status_t hixl_xfer_copy(hixl_engine_t *engine, hixl_peer_t *peer,
                                    hixl_request_t *req,
                                    const hixl_transfer_op_desc_t *d,
-                                   const hixl_rregion_t *rr, int blocking)
+                                   const hixl_xfer_slot_t *s, int blocking)
 {
-    int write        = (req->op == HIXL_WRITE);
-    pid_t pid        = 0;
-    uint64_t remote  = d->remote_addr;
-    int stream       = 0;
+    const hixl_rregion_t *rr = s->remote;
+    int write                = (req->op == HIXL_WRITE);
+    pid_t pid                = 0;
+    uint64_t remote          = d->remote_addr;
+    int stream               = 0;
     hixl_status_t status;
 
     if (rr->path == HIXL_RPATH_MAP) {
         remote = (uint64_t)(uintptr_t)rr->mapped +
                  (d->remote_addr - rr->range.addr);
-        /* a WRITE into a peer's KV cache sweeps it (util/copy.h) */
-        stream = write && hixl_copy_sweeps(d->len, rr->range.len);
+        /* a WRITE into a peer's KV cache sweeps it, a READ sweeps our
+         * own (util/copy.h): the destination's region decides */
+        stream = hixl_copy_sweeps(d->len, write ? rr->range.len :
+                                  s->local->range.len);
     } else {
         pid = peer->cma_pid;
     }
@@ -242,7 +245,7 @@ static ucs_status_t hixl_xfer_host(hixl_engine_t *engine, hixl_peer_t *peer,
     }
     if ((s->remote->path == HIXL_RPATH_CMA) ||
         (s->remote->path == HIXL_RPATH_MAP)) {
-        return hixl_xfer_copy(engine, peer, req, d, s->remote, blocking);
+        return hixl_xfer_copy(engine, peer, req, d, s, blocking);
     }
     if (req->op == HIXL_WRITE) {
         return hixl_am_write(engine, peer->chan, req,

@@ -1,0 +1,40 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# bench/put_bw over shared memory with copies large enough, or into a
+# region large enough, that same-host copies bypass the caches
+# (src/util/copy.h): READs into the reader's own region and WRITEs into
+# the peer's, in 4 MiB descriptors and in 100000-byte ones whose
+# addresses start off a cache line.  put_bw checks every byte of a
+# patterned transfer after each measurement (exit 3 on bad data).  It
+# measures nothing.
+set -u
+# automake runs tests from the build directory (VPATH builds included)
+builddir=$(pwd)
+put_bw=$builddir/../bench/put_bw
+[ -x "$put_bw" ] || { echo "no $put_bw: skipped (make, then make check)"; exit 77; }
+command -v timeout >/dev/null || { echo "no timeout(1): skipped"; exit 77; }
+export UCX_TLS=sm
+
+port=$((20000 + $$ % 20000))
+rc=0
+run() {
+    timeout 120 "$put_bw" -p $port -q --timeout 60 >/dev/null 2>&1 &
+    srv=$!
+    sleep 0.5
+    out=$(timeout 120 "$put_bw" 127.0.0.1 -p $port "$@" -w 1 --timeout 60 2>&1)
+    crc=$?
+    wait $srv
+    src=$?
+    if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
+        echo "put_bw $*: client exit $crc, server exit $src"
+        echo "$out" | tail -5
+        rc=1
+    else
+        echo "put_bw $*: ok"
+    fi
+    port=$((port + 1))
+}
+run -t get_bw -s 4M -n 20
+run -t get_bw -s 100000 -b 700 -n 3
+run -t put_bw -s 100000 -b 700 -n 3
+exit $rc
