@@ -10,6 +10,7 @@ set -u
 builddir=$(pwd)
 put_bw=$builddir/../bench/put_bw
 [ -x "$put_bw" ] || { echo "no $put_bw: skipped"; exit 77; }
+command -v timeout >/dev/null || { echo "no timeout(1): skipped"; exit 77; }
 
 export HIXL_PLUGIN_DIR="$builddir/../plugins/ascend/.libs"
 export HIXL_PLUGIN_RUNTIME="ascend=$builddir/emu_acl/.libs/libascendcl.so"
@@ -17,24 +18,10 @@ unset UCX_TLS
 
 port=$((20000 + $$ % 20000))
 rc=0
+. "$(dirname "$0")/put_bw_pair.sh"
 for m in ascend,ascend ascend,host host,ascend; do
     for t in put_bw get_bw; do
-        "$put_bw" -p $port -q --timeout 60 >/dev/null 2>&1 &
-        srv=$!
-        sleep 0.5
-        out=$("$put_bw" 127.0.0.1 -p $port -t $t -m $m -s 256k -n 50 -w 5 \
-              --timeout 60 2>&1)
-        crc=$?
-        wait $srv
-        src=$?
-        if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
-            echo "put_bw -t $t -m $m: client exit $crc, server exit $src"
-            echo "$out" | tail -5
-            rc=1
-        else
-            echo "put_bw -t $t -m $m: ok"
-        fi
-        port=$((port + 1))
+        put_bw_pair -t $t -m $m -s 256k -n 50 -w 5
     done
 done
 exit $rc

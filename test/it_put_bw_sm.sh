@@ -17,24 +17,8 @@ export UCX_TLS=sm
 
 port=$((20000 + $$ % 20000))
 rc=0
-run() {
-    timeout 120 "$put_bw" -p $port -q --timeout 60 >/dev/null 2>&1 &
-    srv=$!
-    sleep 0.5
-    out=$(timeout 120 "$put_bw" 127.0.0.1 -p $port "$@" -w 1 --timeout 60 2>&1)
-    crc=$?
-    wait $srv
-    src=$?
-    if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
-        echo "put_bw $*: client exit $crc, server exit $src"
-        echo "$out" | tail -5
-        rc=1
-    else
-        echo "put_bw $*: ok"
-    fi
-    port=$((port + 1))
-}
-run -t get_bw -s 4M -n 20
-run -t get_bw -s 100000 -b 700 -n 3
-run -t put_bw -s 100000 -b 700 -n 3
+. "$(dirname "$0")/put_bw_pair.sh"
+put_bw_pair -t get_bw -s 4M -n 20 -w 1
+put_bw_pair -t get_bw -s 100000 -b 700 -n 3 -w 1
+put_bw_pair -t put_bw -s 100000 -b 700 -n 3 -w 1
 exit $rc
