@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Unit: the copy of received data into its destination
- * (src/util/copy.c).  Every length around its thresholds (the streaming
+ * Unit: the copies that bypass the caches (src/util/copy.c): of received
+ * data into its destination, and of same-host transfers that sweep.  Every length around its thresholds (the streaming
  * one, a cache line, the 60 KiB of a library message) at every alignment
  * of source and destination lands byte for byte, and not one byte outside
  * the destination changes: the copy writes aligned lines with its own
@@ -19,7 +19,10 @@
 #define GUARD   256
 #define GUARD_B 0xa5
 
-static void check_copy(size_t len, size_t src_off, size_t dst_off)
+typedef void (*copy_fn_t)(void *dst, const void *src, size_t n);
+
+static void check_copy(copy_fn_t copy, size_t len, size_t src_off,
+                       size_t dst_off)
 {
     size_t span   = GUARD + 64 + len + GUARD;
     uint8_t *src  = malloc(span);
@@ -33,7 +36,7 @@ static void check_copy(size_t len, size_t src_off, size_t dst_off)
         src[i] = (uint8_t)(i * 131 + len + 7);   /* no two lines alike */
     }
     memset(dst, GUARD_B, span);
-    hixl_copy_streaming(d, src + src_off, len);
+    copy(d, src + src_off, len);
     ck_assert_msg(memcmp(d, src + src_off, len) == 0,
                   "%zu bytes from +%zu to +%zu: not what was copied", len,
                   src_off, dst_off);
@@ -48,10 +51,12 @@ static void check_copy(size_t len, size_t src_off, size_t dst_off)
     free(dst);
 }
 
-START_TEST(test_lengths_and_alignments)
+static void check_lengths(copy_fn_t copy)
 {
     static const size_t lens[] = {
-        0, 1, 63, 64, 65, 4095, HIXL_COPY_STREAM_MIN - 1,
+        0, 1, 63, 64, 65, 127, 128, 129, 191, 4095,
+        HIXL_COPY_SWEEP_MIN - 1, HIXL_COPY_SWEEP_MIN,
+        HIXL_COPY_SWEEP_MIN + 13, HIXL_COPY_STREAM_MIN - 1,
         HIXL_COPY_STREAM_MIN, HIXL_COPY_STREAM_MIN + 1,
         HIXL_COPY_STREAM_MIN + 63, 60 * 1024, 60 * 1024 + 13,
         (1u << 20) + 7
@@ -62,10 +67,36 @@ START_TEST(test_lengths_and_alignments)
     for (l = 0; l < sizeof(lens) / sizeof(lens[0]); ++l) {
         for (s = 0; s < 3; ++s) {
             for (d = 0; d < sizeof(offs) / sizeof(offs[0]); ++d) {
-                check_copy(lens[l], offs[s * 3], offs[d]);
+                check_copy(copy, lens[l], offs[s * 3], offs[d]);
             }
         }
     }
+}
+
+/* received data: streams from HIXL_COPY_STREAM_MIN */
+START_TEST(test_lengths_and_alignments)
+{
+    check_lengths(hixl_copy_streaming);
+}
+END_TEST
+
+/* a same-host copy hixl_copy_sweeps chose: streams from any length */
+START_TEST(test_past_caches)
+{
+    check_lengths(hixl_copy_past_caches);
+}
+END_TEST
+
+/* the rule that chooses */
+START_TEST(test_sweeps)
+{
+    ck_assert(!hixl_copy_sweeps(64 * 1024, 2u << 20));
+    ck_assert(hixl_copy_sweeps(HIXL_COPY_SWEEP_LEN, 0));
+    ck_assert(hixl_copy_sweeps(HIXL_COPY_SWEEP_MIN, HIXL_COPY_SWEEP_REGION));
+    ck_assert(!hixl_copy_sweeps(HIXL_COPY_SWEEP_MIN - 1,
+                                HIXL_COPY_SWEEP_REGION));
+    ck_assert(!hixl_copy_sweeps(HIXL_COPY_SWEEP_LEN - 1,
+                                HIXL_COPY_SWEEP_REGION - 1));
 }
 END_TEST
 
@@ -75,6 +106,8 @@ static Suite *unit_copy_suite(void)
     TCase *tc = hx_tcase("copy");
 
     tcase_add_test(tc, test_lengths_and_alignments);
+    tcase_add_test(tc, test_past_caches);
+    tcase_add_test(tc, test_sweeps);
     suite_add_tcase(s, tc);
     return s;
 }

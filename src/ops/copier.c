@@ -46,7 +46,7 @@ hixl_status_t hixl_copy_now(int write, pid_t pid, void *local,
         return hixl_cma_copy(pid, write, local, remote, len);
     }
     if (stream) {
-        hixl_copy_streaming(dst, src, len);
+        hixl_copy_past_caches(dst, src, len);
     } else {
         memcpy(dst, src, len);
     }

@@ -50,9 +50,25 @@ void hixl_copy_streaming(void *dst, const void *src, size_t n)
     }
 }
 
+void hixl_copy_past_caches(void *dst, const void *src, size_t n)
+{
+    /* a copier's last chunk may be a few bytes: hixl_copy_nt needs room
+     * for its head (up to 63 bytes) and one line */
+    if (n < 128) {
+        memcpy(dst, src, n);
+    } else {
+        hixl_copy_nt(dst, src, n);
+    }
+}
+
 #else
 
 void hixl_copy_streaming(void *dst, const void *src, size_t n)
+{
+    memcpy(dst, src, n);
+}
+
+void hixl_copy_past_caches(void *dst, const void *src, size_t n)
 {
     memcpy(dst, src, n);
 }
