@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Unit: the copies that bypass the caches (src/util/copy.c): of received
- * data into its destination, and of same-host transfers that sweep.  Every length around its thresholds (the streaming
- * one, a cache line, the 60 KiB of a library message) at every alignment
- * of source and destination lands byte for byte, and not one byte outside
+ * data into its destination, and of same-host transfers that sweep.
+ * Every length around their thresholds (the streaming ones, a cache
+ * line, the 60 KiB of a library message) at every alignment of source
+ * and destination lands byte for byte, and not one byte outside
  * the destination changes: the copy writes aligned lines with its own
  * head and tail around them, and a mistake there corrupts a neighbour's
  * data in a KV cache without failing anything else.

@@ -41,15 +41,6 @@ static void hixl_copy_nt(char *dst, const char *src, size_t n)
     _mm_sfence();
 }
 
-void hixl_copy_streaming(void *dst, const void *src, size_t n)
-{
-    if (n < HIXL_COPY_STREAM_MIN) {
-        memcpy(dst, src, n);
-    } else {
-        hixl_copy_nt(dst, src, n);
-    }
-}
-
 void hixl_copy_past_caches(void *dst, const void *src, size_t n)
 {
     /* a copier's last chunk may be a few bytes: hixl_copy_nt needs room
@@ -63,14 +54,18 @@ void hixl_copy_past_caches(void *dst, const void *src, size_t n)
 
 #else
 
-void hixl_copy_streaming(void *dst, const void *src, size_t n)
-{
-    memcpy(dst, src, n);
-}
-
 void hixl_copy_past_caches(void *dst, const void *src, size_t n)
 {
     memcpy(dst, src, n);
 }
 
 #endif
+
+void hixl_copy_streaming(void *dst, const void *src, size_t n)
+{
+    if (n < HIXL_COPY_STREAM_MIN) {
+        memcpy(dst, src, n);
+    } else {
+        hixl_copy_past_caches(dst, src, n);
+    }
+}
