@@ -45,14 +45,13 @@
  * follows from (seed, sender, receiver, sequence), so the receiver computes
  * what it must see without being told.
  *
- * Beside them, short-lived client processes come and go at engine e0
- * (soak_churn.h): each connects, writes into e0's churn area, reads it
- * back and checks it, and leaves, one in ten killed instead; e0's
+ * Beside them, clients come and go at engine e0 (churn.h): each connects,
+ * writes into e0's churn area, reads it back and checks it, and ends every
+ * way a client can (disconnect, finalize alone, _exit, SIGKILL; from
+ * short-lived processes and from one that lives through the run); e0's
  * mappings, descriptors, threads and RSS must not grow with them.  -c
- * bounds their number (default: as many as the run has time for: beside
- * the traffic of three engines on two cores, about three a second, so
- * 10,000 take a run of an hour: make soak SOAK_SECONDS=3600
- * SOAK_CHURN=10000).
+ * sets their number: the churn goes on alone after the traffic until that
+ * many connections ended (0: as many as the run has time for).
  *
  * Nothing waits forever: every wait on a child is bounded, a child that
  * dies or goes silent is reported (and the others finish without it), every
@@ -61,7 +60,7 @@
 #define _GNU_SOURCE
 #include "config.h"
 #include "fd_io.h"
-#include "soak_churn.h"
+#include "churn.h"
 
 #include <hixl/hixl.h>
 
@@ -90,6 +89,10 @@
 #define SLOT_SKEW     64                       /* largest offset in a slot */
 #define SLOT_SIZE     (SLOT_DATA + SLOT_SKEW)
 #define STATIC_SIZE   ((size_t)4 << 20)        /* READ area per engine */
+/* The churn at e0 (churn.h): one client's write, one-shot clients at a
+ * time. */
+#define SOAK_CHURN_LEN      ((size_t)256 << 10)
+#define SOAK_CHURN_PARALLEL 2
 #define MAX_DESCS     256
 #define GUARD         0xa5
 
@@ -120,6 +123,14 @@ typedef struct cfg {
 } cfg_t;
 
 static cfg_t g_cfg;
+
+/*
+ * What e0 may grow by over the churn, absolute (the long-lived traffic
+ * beside it moves e0's heap and UCX's pools): 16 mappings, 4 descriptors,
+ * no thread, 8 MiB.  Over 10,000 connections a leak of one mapping or
+ * descriptor per 1,000, or of 1 KiB per connection, is outside it.
+ */
+static const churn_slack_t soak_churn_slack = {16, 4, 0, 8192};
 
 static uint64_t now_ms(void)
 {
@@ -1200,7 +1211,7 @@ static int child_main(unsigned me, int cmd_fd, int rep_fd)
 
     /* receive region: a ring per sender, then the static area */
     c->region_len = (size_t)c->n * c->k * SLOT_SIZE + STATIC_SIZE +
-                    SOAK_CHURN_AREA;
+                    CHURN_AREA(SOAK_CHURN_LEN, SOAK_CHURN_PARALLEL);
     st = hixl_alloc_mem(c->e, c->region_len, HIXL_MEM_HOST,
                         (void**)&c->region, &c->region_h);
     if (st != HIXL_SUCCESS) {
@@ -1452,8 +1463,8 @@ static int kids_pump(unsigned n, uint64_t deadline, int (*done)(const kid_t*),
 
     for (;;) {
         if (running) {   /* the churn stops with the run */
-            soak_churn_step(now_ms() >= g_go_ms +
-                                        (uint64_t)g_cfg.seconds * 1000);
+            churn_step(now_ms() >= g_go_ms + (uint64_t)g_cfg.seconds * 1000,
+                       0);
         }
         all = 1;
         for (i = 0; i < n; ++i) {
@@ -1618,7 +1629,7 @@ int main(int argc, char **argv)
     uint64_t deadline, f;
     unsigned n, i, passed = 0, failed = 0, rss_bad = 0, mismatch = 0;
     int opt, cmd_pipe[2], rep_pipe[2], rc, churn_bad = 0;
-    soak_churn_cfg_t churn;
+    churn_cfg_t churn;
     pid_t parent = getpid(), pid;
     int64_t growth;
 
@@ -1733,7 +1744,10 @@ int main(int argc, char **argv)
     /* the churn at e0: its churn area follows the static one */
     memset(&churn, 0, sizeof(churn));
     churn.cycles     = g_cfg.churn;
-    churn.kill_every = 10;
+    churn.parallel   = SOAK_CHURN_PARALLEL;
+    churn.resident   = 1;
+    churn.len        = SOAK_CHURN_LEN;
+    churn.close_fds  = 1;   /* the soak engines' pipes are not theirs */
     churn.warmup     = ((g_cfg.churn != 0) && (g_cfg.churn < 1000)) ?
                        g_cfg.churn / 10 : 100;
     churn.target     = g_kids[0].name;
@@ -1741,8 +1755,10 @@ int main(int argc, char **argv)
                        STATIC_SIZE;
     churn.target_pid = g_kids[0].pid;
     churn.seed       = mix(g_cfg.seed ^ 0x434855524eull);
-    churn.quiet      = g_cfg.quiet;
-    soak_churn_init(&churn);
+    if (churn_init(&churn) != 0) {
+        churn_bad = 1;
+        goto report;
+    }
 
     /* run; every engine reports when it has its slots back */
     memset(&cmd, 0, sizeof(cmd));
@@ -1759,12 +1775,12 @@ int main(int argc, char **argv)
     if (kids_pump(n, deadline, is_drained, 1) != 0) {
         fprintf(stderr, "soak: engines did not drain in time\n");
     }
-    /* the last clients end (each is bounded), then e0 is read */
-    while (!soak_churn_idle()) {
-        soak_churn_step(1);
-        usleep(10000);
+    /* the churn goes on alone until its cycles are done (each client is
+     * bounded), or its last clients end; then e0 is read */
+    while ((g_cfg.churn != 0) ? !churn_done() : !churn_idle()) {
+        churn_step(g_cfg.churn == 0, 10);
     }
-    churn_bad = soak_churn_report(stdout);
+    churn_bad = churn_report(stdout, "soak", &soak_churn_slack);
     memset(&cmd, 0, sizeof(cmd));
     cmd.type = P_FINISH;
     for (i = 0; i < n; ++i) {

@@ -336,6 +336,7 @@ int hixl_flush_wait_done(void *arg)
 
 typedef struct hixl_drain {
     hixl_flush_wait_t *waits;
+    hixl_peer_t      **peers;   /* waits[i]'s, referenced */
     size_t             count;
 } hixl_drain_t;
 
@@ -352,33 +353,84 @@ static int hixl_drain_done(void *arg)
     return 1;
 }
 
+static int hixl_drain_retired(void *arg)
+{
+    hixl_drain_t *d = arg;
+    size_t i;
+
+    for (i = 0; i < d->count; ++i) {
+        if (!hixl_retire_done(d->peers[i]->engine, d->peers[i]->retire_id)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/*
+ * A connection whose flush completed with nothing in flight ends as a
+ * disconnect would: the listener is asked to close its end of it
+ * (core/ep_retire.h).  A finalize alone is the usual way to end an engine,
+ * and its process often lives on (an engine per job, a restart after an
+ * error): nothing else tells a listener on the same host that the
+ * connector's worker went, since UCX's keepalive there checks only that
+ * the process lives.
+ */
+static void hixl_drain_mark_orderly(hixl_drain_t *d)
+{
+    hixl_peer_t *peer;
+    size_t i;
+
+    for (i = 0; i < d->count; ++i) {
+        peer = d->peers[i];
+        if (hixl_flush_wait_done(&d->waits[i]) &&
+            (d->waits[i].status == UCS_OK) &&
+            (peer->state == HIXL_PEER_READY) &&
+            (atomic_load(&peer->inflight) == 0)) {
+            peer->end = HIXL_PEER_END_ORDERLY;
+        }
+    }
+}
+
 void hixl_engine_drain(hixl_engine_t *engine)
 {
-    hixl_drain_t d = {NULL, 0};
+    hixl_drain_t d = {NULL, NULL, 0};
     hixl_peer_t *peer;
+    uint64_t deadline;
+    size_t n, i;
 
     if ((engine->ucp_worker == NULL) || (engine->opts.finalize_timeout_ms == 0)) {
         return;
     }
+    deadline = hixl_deadline_ns(engine->opts.finalize_timeout_ms);
     pthread_mutex_lock(&engine->lock);
-    d.waits = calloc(engine->peers.count ? engine->peers.count : 1,
-                     sizeof(*d.waits));
-    for (peer = engine->peers.head; (peer != NULL) && (d.waits != NULL);
+    n       = engine->peers.count ? engine->peers.count : 1;
+    d.waits = calloc(n, sizeof(*d.waits));
+    d.peers = calloc(n, sizeof(*d.peers));
+    for (peer = engine->peers.head;
+         (peer != NULL) && (d.waits != NULL) && (d.peers != NULL);
          peer = peer->next) {
         if ((peer->epf != NULL) && (peer->state == HIXL_PEER_READY)) {
+            hixl_peer_retain(peer);
+            d.peers[d.count] = peer;
             hixl_flush_wait_start(engine, peer, &d.waits[d.count++]);
         }
     }
     if (d.count > 0) {
-        hixl_engine_wait_busy(engine,
-                              hixl_deadline_ns(engine->opts.finalize_timeout_ms),
-                              hixl_drain_done, &d);
+        hixl_engine_wait_busy(engine, deadline, hixl_drain_done, &d);
     }
+    hixl_drain_mark_orderly(&d);
     /* waits still open are settled by closing their peers, here, before
      * the records go */
     hixl_engine_close_peers(engine);
+    if (d.count > 0) {   /* the listeners' answers to UNBIND */
+        hixl_engine_wait_busy(engine, deadline, hixl_drain_retired, &d);
+    }
+    for (i = 0; i < d.count; ++i) {
+        hixl_peer_release(d.peers[i]);
+    }
     pthread_mutex_unlock(&engine->lock);
     free(d.waits);
+    free(d.peers);
 }
 
 void hixl_engine_close_peers(hixl_engine_t *engine)
