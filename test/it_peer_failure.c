@@ -126,6 +126,55 @@ START_TEST(test_kill_during_big_transfer)
 END_TEST
 
 /*
+ * A same-host peer killed while this engine copies into it with the
+ * kernel (UCX_TLS=sm, memory UCX did not allocate): the kernel's ESRCH is
+ * proof the process is gone, whatever its connection says yet.  Without a
+ * progress thread nothing reads the control connection's end between the
+ * kill and the next transfer, so the copy meets the dead process first:
+ * that transfer and every one after it are refused as NOT_CONNECTED (not
+ * FAILED), the other peer is still served, and the connection is owed
+ * its disconnect.
+ */
+START_TEST(test_killed_same_host_peer_not_connected)
+{
+    hixl_transfer_op_desc_t d;
+    hx_target_t victim, other;
+    hixl_status_t status;
+    hixl_engine_t *e;
+    void *src;
+    int i;
+
+    hx_use_tls(1);   /* hx_tls_table: UCX_TLS=sm */
+    start_target(&victim, SMALL_LEN, NULL);
+    start_target(&other, SMALL_LEN, NULL);
+    e   = hx_engine("127.0.0.1", "hixl.ProgressThread", "0", NULL);
+    src = hx_alloc_pages(SMALL_LEN);
+    hx_register(e, src, SMALL_LEN);
+    hx_ok(hixl_connect(e, victim.name, HX_OP_TIMEOUT_MS));
+    hx_ok(hixl_connect(e, other.name, HX_OP_TIMEOUT_MS));
+    write_small(e, &victim, src, 41);
+
+    ck_assert_int_eq(kill(victim.pid, SIGKILL), 0);
+    waitpid(victim.pid, NULL, 0);
+    d.local_addr  = (uintptr_t)src;
+    d.remote_addr = victim.addr[0];
+    d.len         = SMALL_LEN;
+    for (i = 0; i < 3; ++i) {
+        status = hixl_transfer_sync(e, victim.name, HIXL_WRITE, &d, 1,
+                                    HX_OP_TIMEOUT_MS);
+        ck_assert_msg(status == HIXL_NOT_CONNECTED, "transfer %d to the "
+                      "killed peer: %s: %s", i, hixl_strerror(status),
+                      hixl_last_error());
+    }
+    write_small(e, &other, src, 42);
+    hx_ok(hixl_disconnect(e, victim.name, HX_OP_TIMEOUT_MS));
+    hx_target_stop(&other);
+    hx_ok(hixl_finalize(e));
+    hx_free_pages(src, SMALL_LEN);
+}
+END_TEST
+
+/*
  * The restarted peer: a fresh process (exec'd, so it shares no state with
  * this one, which already runs UCX) that listens under the dead one's name,
  * registers a region filled with a pattern and prints its address.
@@ -521,6 +570,7 @@ int main(int argc, char **argv)
     tcase_add_loop_test(tc, test_restarted_peer_reconnects, 0, hx_tls_count);
     tcase_add_loop_test(tc, test_disconnect_drains, 0, hx_tls_count);
     tcase_add_loop_test(tc, test_finalize_drains, 0, hx_tls_count);
+    tcase_add_test(tc, test_killed_same_host_peer_not_connected);
     tcase_add_test(tc, test_disconnect_cancels_sm);
     tcase_add_test(tc, test_finalize_cancels_sm);
     tcase_add_test(tc, test_disconnect_stalled_tcp);

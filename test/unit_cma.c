@@ -422,6 +422,30 @@ START_TEST(test_copy_unmapped)
 }
 END_TEST
 
+/* A process that is gone: NOT_CONNECTED (the peer died), not FAILED. */
+START_TEST(test_copy_dead_process)
+{
+    unsigned char mine[64] = {0};
+    hixl_status_t st;
+    pid_t pid;
+
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        _exit(0);
+    }
+    ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+    st = hixl_cma_copy(pid, 1, mine, 4096, sizeof(mine));
+    ck_assert_msg(st == HIXL_NOT_CONNECTED, "write: %s: %s",
+                  hixl_strerror(st), hixl_last_error());
+    ck_assert_msg(strstr(hixl_last_error(), "is gone") != NULL, "%s",
+                  hixl_last_error());
+    st = hixl_cma_copy(pid, 0, mine, 4096, sizeof(mine));
+    ck_assert_msg(st == HIXL_NOT_CONNECTED, "read: %s: %s",
+                  hixl_strerror(st), hixl_last_error());
+}
+END_TEST
+
 static void expect_tls(const char *tls, int cma, int sm)
 {
     static const char *const cma_names[] = {"cma", "sm"};
@@ -463,6 +487,7 @@ static Suite *unit_cma_suite(void)
     tcase_add_test(tc, test_probe_other_netns);
     tcase_add_test(tc, test_copy_both_ways);
     tcase_add_test(tc, test_copy_unmapped);
+    tcase_add_test(tc, test_copy_dead_process);
     tcase_add_test(tc, test_tls);
     suite_add_tcase(s, tc);
     return s;

@@ -74,6 +74,13 @@ hixl_status_t hixl_cma_copy(pid_t pid, int write, void *local,
         if ((n < 0) && (errno == EINTR)) {
             continue;
         }
+        if ((n < 0) && (errno == ESRCH)) {
+            return hixl_error(HIXL_NOT_CONNECTED, "process %d is gone (%s "
+                              "of %zu bytes at 0x%" PRIx64 " stopped after "
+                              "%zu: %s)", (int)pid, write ?
+                              "process_vm_writev" : "process_vm_readv", len,
+                              remote, done, strerror(ESRCH));
+        }
         return hixl_error(HIXL_FAILED, "%s of %zu bytes at 0x%" PRIx64
                           " in process %d stopped after %zu: %s",
                           write ? "process_vm_writev" : "process_vm_readv",

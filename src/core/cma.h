@@ -39,8 +39,10 @@
 int hixl_cma_probe(pid_t pid, int fd);
 
 /* Copy len bytes between local and remote address `remote` in pid (write:
- * local -> remote).  HIXL_SUCCESS once every byte is there, else FAILED
- * with the reason in hixl's last error. */
+ * local -> remote).  HIXL_SUCCESS once every byte is there; NOT_CONNECTED
+ * when the kernel says pid is gone (ESRCH: the peer died, whatever its
+ * connection says yet); else FAILED.  The reason is in hixl's last
+ * error. */
 hixl_status_t hixl_cma_copy(pid_t pid, int write, void *local,
                             uint64_t remote, size_t len);
 

@@ -386,7 +386,7 @@ static void hixl_drain_mark_orderly(hixl_drain_t *d)
             (d->waits[i].status == UCS_OK) &&
             (peer->state == HIXL_PEER_READY) &&
             (atomic_load(&peer->inflight) == 0)) {
-            peer->end = HIXL_PEER_END_ORDERLY;
+            peer->end = hixl_peer_end_by_us(peer);
         }
     }
 }

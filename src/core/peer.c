@@ -115,6 +115,13 @@ void hixl_peer_retain(hixl_peer_t *peer)
     (void)before;
 }
 
+void hixl_peer_gone(hixl_peer_t *peer)
+{
+    if (atomic_exchange(&peer->gone, 1) == 0) {
+        hixl_progress_urgent(peer->engine);   /* closed by the next pass */
+    }
+}
+
 void hixl_peer_release(hixl_peer_t *peer)
 {
     hixl_peer_table_t *t;
@@ -281,6 +288,10 @@ hixl_status_t hixl_peer_lookup(hixl_engine_t *engine, const char *remote,
         return hixl_error(HIXL_NOT_CONNECTED, "connect to %s is still in "
                           "progress", remote);
     }
+    if (atomic_load(&peer->gone)) {
+        return hixl_error(HIXL_NOT_CONNECTED, "%s: its process is gone (the "
+                          "kernel said so to a same-host copy)", remote);
+    }
     *peer_p = peer;
     return HIXL_SUCCESS;
 }
@@ -299,6 +310,11 @@ static void hixl_peers_reap_errors(hixl_engine_t *engine, uint64_t now_ns)
                           ucs_status_string(err));
             hixl_peer_close(engine, peer, HIXL_FAILED, "transport error "
                             "from UCX: %s", ucs_status_string(err));
+        } else if (atomic_load(&peer->gone)) {
+            hixl_log_warn("peer %s: its process is gone", peer->name);
+            hixl_peer_close(engine, peer, HIXL_NOT_CONNECTED, "its process "
+                            "is gone (the kernel said so to a same-host "
+                            "copy)");
         } else if ((peer->rtab.dead != NULL) &&
                    (atomic_load(&peer->inflight) == 0)) {
             hixl_rtable_reap(engine, &peer->rtab);

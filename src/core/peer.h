@@ -91,6 +91,8 @@ struct hixl_peer {
                                            (core/ep_retire.h), or 0 */
     hixl_rtable_t         rtab;         /* outgoing: the peer's regions */
     atomic_uint           inflight;     /* transfers in flight to it */
+    atomic_int            gone;         /* its process is gone, as the
+                                           kernel said (hixl_peer_gone) */
     /* per-module state, owned by the module (see the hooks) */
     struct hixl_handshake *hs;          /* ctrl/: the handshake and what it
                                            settled (ctrl/ctrl.h) */
@@ -174,6 +176,20 @@ hixl_status_t hixl_peer_accepted(hixl_engine_t *engine, hixl_peer_t *peer);
 
 void hixl_peer_retain(hixl_peer_t *peer);
 void hixl_peer_release(hixl_peer_t *peer);
+
+/* The kernel said the peer's process is gone (a same-host copy met
+ * ESRCH): from any thread, no lock needed.  Transfers to it are refused
+ * as NOT_CONNECTED from now on, and the next periodic pass closes it
+ * (abruptly: nothing is left to say goodbye to). */
+void hixl_peer_gone(hixl_peer_t *peer);
+
+/* How a connection that both sides may still hold ends when this side
+ * ends it: ORDERLY, unless its process is known gone. */
+static inline hixl_peer_end_t hixl_peer_end_by_us(const hixl_peer_t *peer)
+{
+    return atomic_load(&peer->gone) ? HIXL_PEER_END_ABRUPT :
+           HIXL_PEER_END_ORDERLY;
+}
 
 /* End the connection (engine->lock held): closing hooks, the control
  * socket, the endpoint (its waiters end with UCS_ERR_CANCELED), the rkeys,

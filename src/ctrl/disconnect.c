@@ -115,7 +115,7 @@ hixl_status_t hixl_disconnect(hixl_engine_t *engine, const char *remote_engine,
         }
     }
     /* also settles our flush waiter if it is still queued */
-    peer->end = HIXL_PEER_END_ORDERLY;
+    peer->end = hixl_peer_end_by_us(peer);
     hixl_peer_close(engine, peer, HIXL_NOT_CONNECTED,
                     "disconnected by the application");
     /* the other side closes its endpoint of it, then ours goes

@@ -97,11 +97,14 @@ static void hixl_copier_run(hixl_engine_t *engine, hixl_copy_job_t *job)
     }
     pthread_rwlock_rdlock(&engine->serve_lock);
     if (hixl_chan_lookup(engine, job->chan_id) == job->chan) {
-        if (status != HIXL_SUCCESS) {
-            req = hixl_req_lookup(&engine->reqs, job->req_handle);
-            if (req != NULL) {
-                hixl_req_fail(req, HIXL_FAILED, "%s", why);
-            }
+        req = (status != HIXL_SUCCESS) ?
+              hixl_req_lookup(&engine->reqs, job->req_handle) : NULL;
+        if ((req != NULL) && (status == HIXL_NOT_CONNECTED) &&
+            (req->peer != NULL)) {
+            hixl_peer_gone(req->peer);
+        }
+        if (req != NULL) {
+            hixl_req_fail(req, status, "%s", why);
         }
         hixl_chan_answered(job->chan, job->slot, HIXL_ANSWER_ELSEWHERE);
     }

@@ -219,7 +219,10 @@ static ucs_status_t hixl_xfer_copy(hixl_engine_t *engine, hixl_peer_t *peer,
              hixl_copy_now(write, pid, (void*)(uintptr_t)d->local_addr,
                            remote, d->len, stream);
     if (status != HIXL_SUCCESS) {
-        hixl_req_fail(req, HIXL_FAILED, "%s", hixl_error_message());
+        if (status == HIXL_NOT_CONNECTED) {
+            hixl_peer_gone(peer);
+        }
+        hixl_req_fail(req, status, "%s", hixl_error_message());
         return UCS_ERR_IO_ERROR;
     }
     return UCS_OK;
