@@ -6,7 +6,6 @@
 #include "core/progress.h"
 #include "core/engine.h"
 #include "core/idle_wakes.h"
-#include "core/served.h"
 #include "util/array.h"
 #include "util/debug.h"
 #include "util/clock.h"
@@ -71,7 +70,9 @@ unsigned hixl_progress_ucx(hixl_engine_t *engine)
 
     if (engine->ucp_worker_in != NULL) {
         in = ucp_worker_progress(engine->ucp_worker_in);
-        hixl_served_acks_send(engine, in == 0);   /* what it answered */
+        if (engine->progress.after_in != NULL) {
+            engine->progress.after_in(engine, in == 0);
+        }
         n += in;
     }
     return n;
@@ -149,6 +150,11 @@ void hixl_progress_on_flush_due(hixl_engine_t *engine,
                                 hixl_flush_due_fn_t fn)
 {
     engine->progress.flush_due = fn;
+}
+
+void hixl_progress_after_in(hixl_engine_t *engine, hixl_in_worker_fn_t fn)
+{
+    engine->progress.after_in = fn;
 }
 
 hixl_status_t hixl_progress_watch(hixl_engine_t *engine, int fd,
@@ -296,15 +302,6 @@ static unsigned hixl_progress_weighted(hixl_engine_t *engine, unsigned weight)
     return n;
 }
 
-unsigned hixl_progress(hixl_engine_t *engine)
-{
-    return hixl_progress_weighted(engine, 1);
-}
-
-unsigned hixl_progress_for_control(hixl_engine_t *engine)
-{
-    return hixl_progress_weighted(engine, HIXL_POLL_PERIOD / 8);
-}
 
 /*
  * A thread polling its transfer's status (or calling hixl_engine_progress
@@ -329,21 +326,28 @@ static unsigned hixl_progress_polled(hixl_engine_t *engine, unsigned weight)
     return 0;
 }
 
-unsigned hixl_progress_for_poller(hixl_engine_t *engine)
+unsigned hixl_progress_pass(hixl_engine_t *engine,
+                            hixl_progress_caller_t caller)
 {
-    return hixl_progress_polled(engine, 1);
+    switch (caller) {
+    case HIXL_PROGRESS_WAIT_DATA:
+        return hixl_progress_weighted(engine, 1);
+    case HIXL_PROGRESS_WAIT_CONTROL:
+        return hixl_progress_weighted(engine, HIXL_POLL_PERIOD / 8);
+    case HIXL_PROGRESS_POLL_DATA:
+        return hixl_progress_polled(engine, 1);
+    case HIXL_PROGRESS_POLL_CONTROL:
+        return hixl_progress_polled(engine, HIXL_POLL_PERIOD / 8);
+    }
+    hixl_assert(0);   /* a caller this switch does not know */
+    return 0;
 }
 
-unsigned hixl_progress_for_control_poller(hixl_engine_t *engine)
-{
-    return hixl_progress_polled(engine, HIXL_POLL_PERIOD / 8);
-}
-
-void hixl_progress_control(hixl_engine_t *engine)
+void hixl_progress_before_post(hixl_engine_t *engine)
 {
     hixl_progress_t *p = &engine->progress;
 
-    /* counts like hixl_progress: not a system call per transfer */
+    /* counts like a data pass: not a system call per transfer */
     if (!p->running && (++p->poll_count >= HIXL_POLL_PERIOD)) {
         p->poll_count = 0;
         hixl_poll_control(engine, 0);
@@ -551,7 +555,7 @@ int hixl_progress_ready_to_sleep(hixl_engine_t *engine)
 {
     hixl_progress_t *p = &engine->progress;
 
-    if (hixl_progress_for_control(engine) > 0) {
+    if (hixl_progress_pass(engine, HIXL_PROGRESS_WAIT_CONTROL) > 0) {
         return 0;
     }
     /* the sockets now (what they bring wakes the sleeper anyway: level
@@ -621,7 +625,7 @@ static void hixl_engine_wait_turn(hixl_engine_t *engine, uint64_t deadline_ns,
         *spin_end = now + spin_ns;
     }
     if (now < *spin_end) {
-        if (hixl_progress_for_control(engine) > 0) {
+        if (hixl_progress_pass(engine, HIXL_PROGRESS_WAIT_CONTROL) > 0) {
             *spin_end = hixl_now_ns() + spin_ns;
         }
         return;

@@ -21,6 +21,20 @@
  * costs no CPU and a passive target still progresses incoming puts on
  * transports that need it (tcp).  Work posted while it sleeps wakes it with
  * ucp_worker_signal().
+ *
+ * The ways in, by who calls them:
+ *  - a thread that waits or polls for its work: hixl_progress_pass, told
+ *    which kind of caller it is (hixl_progress_caller_t);
+ *  - a blocking call in an engine without a progress thread:
+ *    hixl_progress_block; a caller about to sleep on the engine's event
+ *    fd: hixl_progress_ready_to_sleep; a post: hixl_progress_before_post;
+ *  - a wait with engine->lock held: hixl_engine_wait, _wait_busy;
+ *  - UCX alone (settling closed endpoints, device staging):
+ *    hixl_progress_ucx; the copier thread, for flushes its copies left
+ *    due: hixl_progress_flush_due;
+ *  - signals to the thread, from anywhere: hixl_progress_kick (work was
+ *    posted), _urgent (run periodic work now), _data_seen (keep polling).
+ * The rest is set-up: the thread's start and stop, and the plug-ins.
  */
 #ifndef HIXL_CORE_PROGRESS_H_
 #define HIXL_CORE_PROGRESS_H_
@@ -53,6 +67,7 @@ typedef void (*hixl_poll_fn_t)(hixl_engine_t *engine, uint64_t key,
                                uint32_t events);
 typedef void (*hixl_periodic_fn_t)(hixl_engine_t *engine, uint64_t now_ns);
 typedef void (*hixl_flush_due_fn_t)(hixl_engine_t *engine);
+typedef void (*hixl_in_worker_fn_t)(hixl_engine_t *engine, int quiet);
 
 #define HIXL_PERIODIC_NS      100000000ull   /* 100 ms */
 
@@ -88,6 +103,8 @@ typedef struct hixl_progress {
     hixl_periodic_fn_t *periodic;     /* grows (util/array.h) */
     size_t             periodic_cap;
     hixl_flush_due_fn_t flush_due;    /* issues the flushes left due */
+    hixl_in_worker_fn_t after_in;     /* after each progress of the in
+                                         worker (hixl_progress_after_in) */
     unsigned           nperiodic;
 } hixl_progress_t;
 
@@ -116,28 +133,33 @@ hixl_status_t hixl_progress_watch(hixl_engine_t *engine, int fd,
 hixl_status_t hixl_progress_start(hixl_engine_t *engine);
 void hixl_progress_stop(hixl_engine_t *engine);
 
-/* Progress UCX, plug-ins and the sockets once; returns events handled.
+/* Who asks for a pass of progress, which decides how it is done. */
+typedef enum hixl_progress_caller {
+    /* a call that waits for its own transfer: UCX, plug-ins, and the
+     * sockets once in HIXL_POLL_PERIOD passes */
+    HIXL_PROGRESS_WAIT_DATA,
+    /* a call that waits for control traffic (notifies, layer signals,
+     * handshakes): the sockets eight times as often */
+    HIXL_PROGRESS_WAIT_CONTROL,
+    /* an application's polling loop on a transfer (its status,
+     * hixl_engine_progress): a pass here only when no progress thread
+     * runs or it sleeps; while it is awake, the caller gives it the CPU
+     * instead of taking a core from it (the pass returns 0) */
+    HIXL_PROGRESS_POLL_DATA,
+    /* the same for a loop polling for control traffic (a layer's
+     * signal, notifies) */
+    HIXL_PROGRESS_POLL_CONTROL
+} hixl_progress_caller_t;
+
+/* One pass of progress for a calling thread; returns events handled.
  * Never call it with engine->lock held: socket handlers take it. */
-unsigned hixl_progress(hixl_engine_t *engine);
+unsigned hixl_progress_pass(hixl_engine_t *engine,
+                            hixl_progress_caller_t caller);
 
-/* The same for a loop that waits for control traffic (notifies, layer
- * signals, handshakes): it looks at the sockets eight times as often. */
-unsigned hixl_progress_for_control(hixl_engine_t *engine);
-
-/* For an application's polling loop (a transfer's status,
- * hixl_engine_progress; engine->lock not held): progress here when no
- * progress thread runs or it sleeps; when it is awake, give it the CPU
- * instead of taking a core from it (then 0).  Returns events handled. */
-unsigned hixl_progress_for_poller(hixl_engine_t *engine);
-
-/* The same for a polling loop that waits for control traffic (a layer's
- * signal, notifies): hixl_progress_for_control where that one would call
- * hixl_progress. */
-unsigned hixl_progress_for_control_poller(hixl_engine_t *engine);
-
-/* Without a progress thread: read the sockets now and then (before a
- * post, so a revocation or a close already sent to us takes effect). */
-void hixl_progress_control(hixl_engine_t *engine);
+/* A post, in an engine without a progress thread: read the sockets now
+ * and then, so that a revocation or a close already sent to us takes
+ * effect before the post. */
+void hixl_progress_before_post(hixl_engine_t *engine);
 
 /* Issue the endpoint flushes that completions left due (ep_flush.h), under
  * engine->lock, which the caller must not hold; 1 if there were any.  The
@@ -148,6 +170,11 @@ unsigned hixl_progress_flush_due(hixl_engine_t *engine);
 /* Who issues them (the peer table: core/peer.h; engine set-up, one). */
 void hixl_progress_on_flush_due(hixl_engine_t *engine,
                                 hixl_flush_due_fn_t fn);
+
+/* What runs after every progress of the in worker, told whether that pass
+ * brought nothing (quiet): the served table writes the answers its
+ * handlers queued (core/served.h; engine set-up, one). */
+void hixl_progress_after_in(hixl_engine_t *engine, hixl_in_worker_fn_t fn);
 
 /* Without a progress thread, for a caller about to sleep on the engine's
  * epoll set (directly or nested in the application's event fd): progress

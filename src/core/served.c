@@ -296,6 +296,7 @@ hixl_status_t hixl_served_init(hixl_engine_t *engine)
     if ((status != HIXL_SUCCESS) || (engine->ucp_worker_in == NULL)) {
         return status;
     }
+    hixl_progress_after_in(engine, hixl_served_acks_send);
     status = hixl_am_set_handler(engine, engine->ucp_worker_in, HIXL_AM_BIND,
                                  HIXL_AM_RECV_REPLY_EP, hixl_served_on_bind);
     if (status == HIXL_SUCCESS) {

@@ -70,8 +70,8 @@ void hixl_served_ack(hixl_engine_t *engine, uint64_t id,
                      const struct hixl_am_hdr *h, hixl_status_t status);
 
 /*
- * Write the answers queued (after every progress of the in worker:
- * core/progress.c): those of connections with an answer due now, or all
+ * Write the answers queued (after every progress of the in worker: the
+ * served table registers it with core/progress.h): those of connections with an answer due now, or all
  * of them once a pass of the in worker brought nothing (quiet) or the
  * oldest has waited HIXL_ACK_HOLD_NS.
  *
@@ -104,8 +104,9 @@ void hixl_served_cleanup(hixl_engine_t *engine);
 
 /* Set the BIND and UNBIND handlers on the engine's in worker (UNBIND: the
  * connector closes the endpoint it arrives on; it is taken out of the
- * table, answered and retired, core/ep_retire.h), and the peer hook that
- * ends a connection here when its peer closes (core/peer.h). */
+ * table, answered and retired, core/ep_retire.h), the peer hook that ends
+ * a connection here when its peer closes (core/peer.h), and the sending
+ * of answers after each progress of the in worker (core/progress.h). */
 hixl_status_t hixl_served_init(hixl_engine_t *engine);
 
 #endif

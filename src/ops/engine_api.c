@@ -123,7 +123,7 @@ const char *hixl_engine_name(const hixl_engine_t *engine)
 
 unsigned hixl_engine_progress(hixl_engine_t *engine)
 {
-    return (engine != NULL) ? hixl_progress_for_poller(engine) : 0;
+    return (engine != NULL) ? hixl_progress_pass(engine, HIXL_PROGRESS_POLL_DATA) : 0;
 }
 
 hixl_status_t hixl_get_capability(int32_t feature, int32_t *value_p)

@@ -412,7 +412,7 @@ hixl_status_t hixl_test_layer(hixl_engine_t *engine, const char *source,
     if (ready_p == NULL) {
         return hixl_error(HIXL_PARAM_INVALID, "ready_p is NULL");
     }
-    hixl_progress_for_control_poller(engine);   /* a loop may poll this */
+    hixl_progress_pass(engine, HIXL_PROGRESS_POLL_CONTROL);   /* a loop may poll this */
     pthread_mutex_lock(&engine->lock);
     *ready_p = hixl_layer_check(&q) && (q.status == HIXL_SUCCESS);
     pthread_mutex_unlock(&engine->lock);

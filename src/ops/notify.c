@@ -393,7 +393,7 @@ hixl_status_t hixl_get_notifies(hixl_engine_t *engine,
     }
     *notifies_p = NULL;
     *count_p    = 0;
-    hixl_progress_for_control_poller(engine);   /* a loop may poll this */
+    hixl_progress_pass(engine, HIXL_PROGRESS_POLL_CONTROL);   /* a loop may poll this */
 
     pthread_mutex_lock(&engine->lock);
     q     = engine->notifies;

@@ -67,7 +67,7 @@ hixl_status_t hixl_wait_notifies(hixl_engine_t *engine, int32_t timeout_ms,
         return status;
     }
     if (!engine->progress.running) {
-        hixl_progress_for_control(engine);
+        hixl_progress_pass(engine, HIXL_PROGRESS_WAIT_CONTROL);
     }
     /* another thread may take what woke us: then wait again */
     do {

@@ -575,7 +575,7 @@ hixl_status_t hixl_transfer_async(hixl_engine_t *engine, const char *remote,
     if (req_p == NULL) {
         return hixl_error(HIXL_PARAM_INVALID, "req_p is NULL");
     }
-    hixl_progress_control(engine);
+    hixl_progress_before_post(engine);
     pthread_mutex_lock(&engine->lock);
     status = hixl_xfer_start(engine, remote, op, descs, num_descs, args, 0,
                              &req);
@@ -609,7 +609,7 @@ hixl_status_t hixl_get_transfer_status(hixl_engine_t *engine, hixl_req_t req_h,
     /* Progress only for an answer not known yet: a window of requests that
      * one flush completed is reported without a system call each. */
     if (atomic_load(&req->state) != HIXL_REQ_DONE) {
-        hixl_progress_for_poller(engine);
+        hixl_progress_pass(engine, HIXL_PROGRESS_POLL_DATA);
     }
     *status_p = hixl_xfer_status(req);
     return HIXL_SUCCESS;
@@ -688,7 +688,7 @@ hixl_status_t hixl_get_all_transfer_status(hixl_engine_t *engine,
     if (max_query_count == 0) {
         return HIXL_SUCCESS;
     }
-    hixl_progress_for_poller(engine);
+    hixl_progress_pass(engine, HIXL_PROGRESS_POLL_DATA);
     list = hixl_xfer_in_flight(engine, &n);
     out  = malloc((n ? n : 1) * sizeof(*out));
     if ((list == NULL) || (out == NULL)) {
@@ -753,7 +753,7 @@ hixl_status_t hixl_transfer_sync(hixl_engine_t *engine, const char *remote,
     args.field_mask = HIXL_TRANSFER_ARG_TIMEOUT;
     args.timeout_ms = timeout_ms;
 
-    hixl_progress_control(engine);
+    hixl_progress_before_post(engine);
     pthread_mutex_lock(&engine->lock);
     status = hixl_xfer_start(engine, remote, op, descs, num_descs, &args, 1,
                              &req);
@@ -771,7 +771,7 @@ hixl_status_t hixl_transfer_sync(hixl_engine_t *engine, const char *remote,
             return HIXL_TIMEOUT;
         }
         if (!engine->progress.running) {
-            hixl_progress(engine);
+            hixl_progress_pass(engine, HIXL_PROGRESS_WAIT_DATA);
             continue;
         }
         hixl_req_sleep(&engine->reqs, req, req->deadline_ns);
