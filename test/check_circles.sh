@@ -1,0 +1,82 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# make check: no call circle in the library wider than two files (the
+# layer check's companion: check_layers.sh keeps includes from going up a
+# layer; this keeps the files of a layer from calling each other round in
+# a ring that has to be read whole).
+#
+# A file calls another when its object uses a global symbol the other
+# defines (nm on the static library's members: what the compiler kept,
+# not what a text search guesses).  Files that reach each other through
+# such calls form a circle; two files that call each other are allowed
+# (an object and its helper), three or more fail with the calls that tie
+# them.
+#
+# Skipped (77) without nm or without the static library (--disable-static).
+libs="${HIXL_TOP_BUILDDIR:-$(pwd)/..}/src/.libs"
+nm_cmd=${NM:-nm}
+max=${HIXL_CIRCLE_MAX:-2}
+
+set -- $nm_cmd
+if ! command -v "$1" >/dev/null 2>&1; then
+    echo "SKIP: no nm ($nm_cmd)"
+    exit 77
+fi
+if [ ! -f "$libs/libhixl-ucx.a" ]; then
+    echo "SKIP: no static library in $libs (built with --disable-static?)"
+    exit 77
+fi
+
+# "member type symbol" for every global definition and undefined use;
+# members are named after their source file (libtool's lib<name>_la-
+# prefix dropped)
+$nm_cmd -A "$libs/libhixl-ucx.a" 2>/dev/null |
+    sed -n 's/^[^:]*:\([^:]*\)\.o:[0-9a-f ]* \([A-Z]\) \(.*\)$/\1 \2 \3/p' |
+    sed 's/^lib[a-z_]*_la-//' |
+    awk -v max="$max" '
+    $2 == "U" { use[++nu] = $1 " " $3; next }
+    $2 ~ /^[TDBRVWGS]$/ { def[$3] = $1; file[$1] = 1 }
+    END {
+        # edges: a file calls another that defines what it uses
+        for (i = 1; i <= nu; ++i) {
+            split(use[i], u, " ")
+            if ((u[2] in def) && (def[u[2]] != u[1])) {
+                e = u[1] SUBSEP def[u[2]]
+                if (!(e in edge)) {
+                    edge[e] = u[2]
+                } else if (index(" " edge[e] " ", " " u[2] " ") == 0) {
+                    edge[e] = edge[e] " " u[2]
+                }
+                reach[u[1], def[u[2]]] = 1
+            }
+        }
+        n = 0
+        for (f in file) { names[++n] = f }
+        # reachability (Warshall): the library has a few dozen files
+        for (k = 1; k <= n; ++k)
+            for (i = 1; i <= n; ++i)
+                if ((names[i], names[k]) in reach)
+                    for (j = 1; j <= n; ++j)
+                        if ((names[k], names[j]) in reach)
+                            reach[names[i], names[j]] = 1
+        bad = 0
+        for (i = 1; i <= n; ++i) {
+            if (names[i] in seen) continue
+            ring = names[i]; size = 1; seen[names[i]] = 1
+            for (j = 1; j <= n; ++j)
+                if ((j != i) && ((names[i], names[j]) in reach) &&
+                    ((names[j], names[i]) in reach)) {
+                    ring = ring " " names[j]; ++size; seen[names[j]] = 1
+                }
+            if (size <= max) continue
+            bad = 1
+            printf "FAIL: a call circle of %d files: %s\n", size, ring
+            split(ring, r, " ")
+            for (a = 1; a <= size; ++a)
+                for (b = 1; b <= size; ++b)
+                    if ((r[a], r[b]) in edge)
+                        printf "  %s -> %s: %s\n", r[a], r[b], edge[r[a], r[b]]
+        }
+        if (!bad) printf "no call circle wider than %d files among %d\n", max, n
+        exit bad
+    }'
