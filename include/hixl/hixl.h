@@ -28,9 +28,8 @@
  * inside it (a connect, a memory-table refresh, a peer's answer, copies
  * made while posting) ends by that deadline, so waits never add up.  It
  * returns within the timeout plus the time the system takes to run the
- * calling and progress threads again (measured on 2 cores with 16 busy
- * processes beside it: at most 15 ms late, hixl_deregister_mem and
- * transfers alike).  A transfer's deadline is checked when its status is
+ * calling and progress threads again (docs/reliability.md has what that
+ * came to on a loaded 2-core host).  A transfer's deadline is checked when its status is
  * asked.
  * hixl_finalize is bounded by hixl.FinalizeTimeoutMs plus 1 s for UCX to
  * call back what the close cancelled.

@@ -92,8 +92,8 @@ static hixl_status_t hixl_engine_worker(hixl_engine_t *engine,
  * ADAPTIVE_PROGRESS off (unless UCX_ADAPTIVE_PROGRESS says otherwise):
  * UCX stops progressing a transport once its last endpoint closed and
  * relies on its async thread to wake the worker for that transport's next
- * event; measured on UCX 1.13.1, the tcp socket of a connection closed from
- * both sides then stayed in CLOSE_WAIT until some other traffic woke the
+ * event; with UCX 1.13.1, the tcp socket of a connection closed from both
+ * sides then stayed in CLOSE_WAIT until some other traffic woke the
  * transport (one descriptor per connection left on a quiet listener), and
  * a progress thread asleep in its event fd may miss traffic the same way.
  * Progressing every transport costs a poll of each per progress call.

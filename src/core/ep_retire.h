@@ -3,8 +3,8 @@
  * Retiring UCX endpoints: closing a connection's endpoints on both sides
  * without tripping over UCX 1.13.
  *
- * Three facts of UCX 1.13 shape this (each measured on this library's
- * tests, see the ChangeLog of 2026-12-01):
+ * Three facts of UCX 1.13 shape this (each seen in this library's
+ * tests):
  *
  *  1. An endpoint made from a worker address has a partner that UCX made
  *     in the other worker for it (the listener's, core/served.h), and

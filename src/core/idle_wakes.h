@@ -7,11 +7,10 @@
  * accepted its connection: the wire-up messages UCP queued on it stay
  * pending, and the endpoint keeps its level-triggered "writable" event on
  * a socket that is writable, so every epoll_wait returns at once and
- * arming the worker changes nothing (tcp's arm is empty).  With 32
- * engines connecting to one over tcp on 2 cores, each waiting engine woke
- * 20-40 times a millisecond for nothing (up to 2,000 wake-ups per
- * connect), and that CPU was what the accepting engine needed to accept
- * them.
+ * arming the worker changes nothing (tcp's arm is empty).  When many
+ * engines connect to one over tcp at once, each waiting engine wakes tens
+ * of times a millisecond for nothing, and that CPU is what the accepting
+ * engine needs to accept them.
  *
  * The progress thread counts sleeps that ended early, without a kick and
  * without socket traffic, after which a round found nothing.  After

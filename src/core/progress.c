@@ -277,18 +277,16 @@ static unsigned hixl_progress_weighted(hixl_engine_t *engine, unsigned weight)
     }
     n += hixl_progress_flush_due(engine);
     /* Sockets carry only control traffic: a system call per progress call
-     * would double the cost of a polling loop (measured: 160-435 ns against
-     * 25-72 ns).  Look at them once per HIXL_POLL_PERIOD calls of a data
-     * loop (a ping-pong on shared memory measurably waits out the system
-     * calls at 64), or once per 8 calls of a loop waiting for control
-     * traffic itself -- and, in an engine without a progress thread, on
-     * every call while WRITEs wait for their answers, which come on the
-     * control connections: a loop that polls a tcp transfer otherwise
-     * waited about 200 us (256 calls) for each answer (put_lat 8 B,
-     * 221 us against ucx_perftest's 20).  Not where a progress thread
+     * would cost a polling loop several times its own cost.  Look at them
+     * once per HIXL_POLL_PERIOD calls of a data loop (a ping-pong on
+     * shared memory waits out the system calls at a shorter period), or
+     * once per 8 calls of a loop waiting for control traffic itself --
+     * and, in an engine without a progress thread, on every call while
+     * WRITEs wait for their answers, which come on the control
+     * connections: a loop that polls a tcp transfer would otherwise wait
+     * HIXL_POLL_PERIOD calls for each answer.  Not where a progress thread
      * runs: an answer wakes it when it sleeps, and a system call on every
-     * round of its data loop cut fan-in of 16 engines over tcp from 0.5
-     * to 0.1 of one engine's (bench/fan, 2 cores). */
+     * round of its data loop takes the CPU a fan-in's receiver needs. */
     if (!p->running &&
         (atomic_load_explicit(&p->ctrl_answers_due,
                               memory_order_relaxed) > 0)) {
@@ -385,13 +383,11 @@ void hixl_progress_data_seen(hixl_engine_t *engine)
  * hixl.ProgressSpinUs after the last data activity (a transfer of this
  * engine in flight, or a data message served), so that the next transfer
  * of a loop, or the next message of a stream, finds the thread awake; not
- * after control traffic alone: when 32 engines connect at once on two
- * cores, every engine spinning after each of its handshake and wire-up
- * messages took the CPU the others needed for theirs (with no idle spin
- * at all, the p99 of 32 such connects over sm fell from 140 to 97 ms
- * here).  With work in flight, polling pays only while events
- * come faster than a sleep and a wake-up cost (measured on these machines:
- * about 10 us on shared memory, 20 us on tcp); a thread that polls between
+ * after control traffic alone: when many engines connect at once, every
+ * engine spinning after each of its handshake and wire-up messages takes
+ * the CPU the others need for theirs.  With work in flight, polling pays
+ * only while events come faster than a sleep and a wake-up cost (tens of
+ * microseconds, HIXL_SPIN_WAKE_NS); a thread that polls between
  * events that come slower takes a core from everything else on the host
  * (the receiving side of a tcp fan-in, the inference beside a prefill).
  * So: twice the recent gap between events, at least HIXL_SPIN_MIN_NS, at

@@ -80,9 +80,9 @@ void hixl_served_ack(hixl_engine_t *engine, uint64_t id,
  * held, and go out with the next answer due on their connection.  Why:
  * while WRITEs stream in, every answer written at once was a system call
  * of the receiver (over loopback, the sender's receive path too) and a
- * wake-up of the sender's progress thread, for 52 bytes per 60 KiB WRITE;
- * with 16 senders into one receiver on 2 cores, a fifth of the receiver's
- * CPU.  Nothing waits for a held answer alone: what waits for a transfer
+ * wake-up of the sender's progress thread, for a few dozen bytes per
+ * WRITE: with many senders into one receiver, a large part of the
+ * receiver's CPU.  Nothing waits for a held answer alone: what waits for a transfer
  * waits for its descriptors' last WRITEs, and those are answered at once.
  * The hold bounds what a sender whose descriptor stalled half-way waits
  * beyond its last WRITE.

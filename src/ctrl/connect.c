@@ -226,9 +226,8 @@ static int hixl_bind_over(void *arg)
  * (UCX 1.13 asserts on some wire-up messages from a vanished peer).
  * Waited for as control traffic, not as a transfer: the progress thread
  * sleeps until UCX's event fd or BIND_ACK's broadcast wakes it, instead of
- * polling between the wire-up's messages.  With 32 engines connecting at
- * once on two cores, that polling was CPU the other wire-ups needed (p99
- * over sm 97 -> 56-63 ms here); one connect alone got faster too. */
+ * polling between the wire-up's messages: when many engines connect at
+ * once, that polling is CPU the other wire-ups need. */
 static hixl_status_t hixl_connect_wire_up(hixl_engine_t *engine,
                                           hixl_peer_t *peer,
                                           uint64_t deadline)

@@ -11,8 +11,8 @@
  * prefill's thread that posts a layer goes on computing the next one while
  * the copy runs on another core (with hixl.ProgressThread=0, no thread of
  * the library's: it copies inline).  Inline is the default: each copy
- * handed over costs a thread hand-off, which loses where cores are few
- * (fan-in of 16 engines on 2 cores: a quarter of the inline throughput).
+ * handed over costs a thread hand-off, which loses where cores are fewer
+ * than the threads that want them (a fan-in of many engines).
  *
  * A queued copy counts as an operation of its connection's channel, in the
  * current epoch slot (core/channel.h): every flush of the connection (the

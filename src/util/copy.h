@@ -7,9 +7,8 @@
  * of gigabytes that the copy sweeps through once, so every line it writes
  * is one the caches do not hold.  An ordinary copy reads each such line
  * from memory before it overwrites it; stores that bypass the caches do
- * not, and leave the caches to the data the process is working on.
- * Measured on these machines (60 KiB pieces from one hot buffer into 4 GiB
- * of warm memory): 9.0 GB/s with memcpy, 15.0 GB/s streaming.
+ * not, and leave the caches to the data the process is working on
+ * (docs/performance.md has the figures behind the thresholds below).
  */
 #ifndef HIXL_UTIL_COPY_H_
 #define HIXL_UTIL_COPY_H_
@@ -22,25 +21,18 @@
 #define HIXL_COPY_STREAM_MIN (32u * 1024)
 
 /* A copy into memory it sweeps, whose lines the caches do not hold, is
- * faster with stores that bypass them, however hot the source.  Measured
- * on these machines, from one hot buffer: 4 MiB pieces swept through
- * 1 GiB, 7.5-8.2 GB/s with memcpy against 14.4-15.5 streaming; 256 KiB
- * pieces, 9.9 against 16.6-17.3.  Into a destination the caches do hold
- * it is the other way round: the same 64 KiB-1 MiB buffer again and
- * again, 26-37 GB/s with memcpy against 15-18 streaming; from 2 MiB (the
- * L2 of one core) up, streaming wins there too (12 against 15-17).  A
- * copy sweeps when it is that large, or when its destination lies in a
- * region this large (a KV cache: transfers move through gigabytes). */
+ * faster with stores that bypass them, however hot the source.  Into a
+ * destination the caches do hold it is the other way round, up to about
+ * the size of one core's L2, past which streaming wins there too.  A copy
+ * sweeps when it is that large, or when its destination lies in a region
+ * this large (a KV cache: transfers move through gigabytes). */
 #define HIXL_COPY_SWEEP_LEN    (2u << 20)
 #define HIXL_COPY_SWEEP_REGION (64u << 20)
 
 /* Into a region that large, pieces from this size up stream too: a paged
  * KV cache is written in blocks of a few KiB, each one a line the caches
- * do not hold.  Measured here, pieces swept through 64 MiB: 8 KiB, 7.5
- * GB/s with memcpy against 12.3 streaming; 16 KiB, 7.7-8.4 against
- * 14.6-15.0.  4 KiB pieces gain less (6.9 against 9.5); the floor stays
- * at 8 KiB, where the gain is clear, until page-sized pieces are measured
- * in a real KV cache. */
+ * do not hold.  Page-sized pieces gain less; the floor stays where the
+ * gain is clear. */
 #define HIXL_COPY_SWEEP_MIN    (8u * 1024)
 
 /* Whether a copy of n bytes into a region of region_len bytes should

@@ -3,8 +3,8 @@
  * Pre-faulting memory: page tables filled (writable) for a range without
  * touching its bytes, so that the first transfer into freshly allocated or
  * freshly mapped memory does not pay a page fault per page on its critical
- * path (on these machines a first write into fresh memory runs at about a
- * tenth of the speed of the second).
+ * path (a first write into fresh memory can run at a tenth of the speed
+ * of the second).
  */
 #ifndef HIXL_UTIL_PREFAULT_H_
 #define HIXL_UTIL_PREFAULT_H_
@@ -19,16 +19,13 @@ int hixl_prefault(const void *addr, size_t len);
 
 /* Write every page of [addr, +len) once without changing a byte (an atomic
  * add of 0 to one byte per page), so that the memory is really backed.
- * Why: where guest memory is backed lazily by the hypervisor (cloud VMs,
- * these machines), filled page tables are not enough; only a write makes
- * a page fast (a first copy into populated memory ran at 0.41 GB/s, into
- * written memory at 12.8 GB/s).  The add is atomic, so bytes others write
- * meanwhile are never lost; the range must stay mapped.
+ * Why: where guest memory is backed lazily by the hypervisor (cloud VMs),
+ * filled page tables are not enough; only a write makes a page fast.  The
+ * add is atomic, so bytes others write meanwhile are never lost; the range
+ * must stay mapped.
  *
  * Not after hixl_prefault: there, memory populated first stays slow after
- * every page was written (1 GiB of shared memory: populated then touched,
- * a first copy at 0.80 GB/s; touched only, 13.7 GB/s), so a range to be
- * touched is touched alone. */
+ * every page was written, so a range to be touched is touched alone. */
 void hixl_touch_pages(void *addr, size_t len);
 
 #endif

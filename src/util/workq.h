@@ -13,9 +13,9 @@
  *
  * A background queue's thread runs at the lowest priority (nice 19): its
  * work is worth doing only with CPU nobody else needs.  Pre-faulting the
- * KV cache of a peer costs about a second of CPU per GiB here, and at
- * normal priority the pre-faults of 32 engines connecting at once tripled
- * the time their UCX wire-ups took on two cores.  Not SCHED_IDLE: owners
+ * KV cache of a peer costs CPU in proportion to its size, and at normal
+ * priority the pre-faults of many engines connecting at once slow the
+ * UCX wire-ups they race with.  Not SCHED_IDLE: owners
  * wait for the item running (a cancel, a stop), and nice 19 still gets a
  * share of a busy CPU, so that wait stays bounded.
  */

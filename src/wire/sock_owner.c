@@ -131,9 +131,9 @@ static void sock_diag_end(const sock_end_t *e, int family, __be32 addr[4],
  * ends are `theirs` (local) and `mine` (remote), looked up by the kernel
  * by its addresses (NETLINK_SOCK_DIAG without a dump); 0 if there is none
  * here or the kernel cannot say.  Why not only /proc/PID/net/tcp: reading
- * it walks every bucket of the host's connection table, about 2 ms of CPU
- * per connect on these machines, which was the larger part of what a
- * same-host connect cost its connector.  A socket found here with our ends
+ * it walks every bucket of the host's connection table, milliseconds of
+ * CPU per connect, more than the rest of a same-host connect costs its
+ * connector.  A socket found here with our ends
  * swapped is the other end of our connection: nothing else in this
  * namespace can have them.
  */
