@@ -5,6 +5,7 @@
 #include "config.h"
 #include "core/am.h"
 #include "core/engine.h"
+#include "util/debug.h"
 #include "util/log.h"
 
 #include <pthread.h>
@@ -26,6 +27,7 @@ typedef struct hixl_am_ctx {
     size_t              payload_len;   /* with the seal of a guarded one */
     hixl_am_guard_t     guard;    /* begin NULL: unguarded */
     int                 broken;   /* a guarded send's data was let go */
+    int                 taken;    /* out of the pool: ends exactly once */
 } hixl_am_ctx_t;
 
 /* A message id's handler: what the dispatcher checks, whom it calls. */
@@ -85,8 +87,10 @@ static hixl_am_ctx_t *hixl_am_ctx_get(hixl_engine_t *engine)
     pthread_spin_unlock(&pool->lock);
     ctx = &chunk[0];
 out:
+    hixl_assert(!ctx->taken);   /* a free context is not in flight */
     memset(ctx, 0, sizeof(*ctx));
     ctx->engine = engine;
+    ctx->taken  = 1;
     atomic_fetch_add(&pool->live, 1);
     return ctx;
 }
@@ -94,12 +98,17 @@ out:
 static void hixl_am_ctx_put(hixl_am_ctx_t *ctx)
 {
     hixl_am_pool_t *pool = ctx->engine->am;
+    unsigned before;
 
+    hixl_assert(ctx->taken);    /* a send ends exactly once */
+    ctx->taken = 0;
     pthread_spin_lock(&pool->lock);
     ctx->next  = pool->free;
     pool->free = ctx;
     pthread_spin_unlock(&pool->lock);
-    atomic_fetch_sub(&pool->live, 1);
+    before = atomic_fetch_sub(&pool->live, 1);
+    hixl_assert(before >= 1);   /* never below zero */
+    (void)before;
 }
 
 unsigned hixl_am_live(hixl_engine_t *engine)
@@ -139,6 +148,9 @@ static void hixl_am_pack_guarded(hixl_am_ctx_t *ctx, size_t offset,
     size_t d        = (offset < data_len) ? data_len - offset : 0;
     uint64_t seal;
 
+    /* a guarded payload always carries its seal, and UCX packs within it */
+    hixl_assert(ctx->payload_len >= HIXL_AM_SEAL_LEN);
+    hixl_assert(offset + n <= ctx->payload_len);
     if (d > n) {
         d = n;
     }
@@ -162,7 +174,10 @@ static size_t hixl_am_pack(void *state, size_t offset, void *dest,
                            size_t max_length)
 {
     hixl_am_ctx_t *ctx = state;
-    size_t n           = ctx->payload_len - offset;
+    size_t n;
+
+    hixl_assert(ctx->taken && (offset <= ctx->payload_len));
+    n = ctx->payload_len - offset;
 
     if (n > max_length) {
         n = max_length;
@@ -228,6 +243,7 @@ void hixl_am_cleanup(hixl_engine_t *engine)
 
 static void hixl_am_ctx_done(hixl_am_ctx_t *ctx)
 {
+    hixl_assert(ctx->taken);
     if (ctx->on_done != NULL) {
         ctx->on_done(ctx->arg, &ctx->hdr);
     }
@@ -284,8 +300,11 @@ ucs_status_t hixl_am_send(hixl_engine_t *engine, ucp_ep_h ep, unsigned id,
                           const hixl_am_guard_t *guard,
                           hixl_am_done_fn_t on_done, void *arg)
 {
-    hixl_am_ctx_t *ctx = hixl_am_ctx_get(engine);
+    hixl_am_ctx_t *ctx;
 
+    hixl_assert((ep != NULL) && (hdr != NULL) && ((len == 0) || (data != NULL)));
+    hixl_assert((id > 0) && (id < HIXL_AM_LAST));
+    ctx = hixl_am_ctx_get(engine);
     if (ctx == NULL) {
         if (on_done != NULL) {
             on_done(arg, hdr);
@@ -306,9 +325,12 @@ void hixl_am_send_small(hixl_engine_t *engine, ucp_ep_h ep, unsigned id,
                         size_t len, uint32_t flags,
                         hixl_am_done_fn_t on_done, void *arg)
 {
-    hixl_am_ctx_t *ctx = hixl_am_ctx_get(engine);
+    hixl_am_ctx_t *ctx;
     ucs_status_t ustatus;
 
+    hixl_assert((ep != NULL) && (hdr != NULL) && ((len == 0) || (data != NULL)));
+    hixl_assert((id > 0) && (id < HIXL_AM_LAST));
+    ctx = hixl_am_ctx_get(engine);
     if (ctx == NULL) {
         hixl_log_warn("out of memory for an answer: the peer's operation "
                       "fails at its flush");
@@ -358,6 +380,7 @@ static ucs_status_t hixl_am_dispatch(void *arg, const void *header,
     const hixl_am_hdr_t *h = hixl_am_hdr_check(header, header_length, &hbuf);
     int has_reply = !!(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP);
 
+    hixl_assert(hd->cb != NULL);   /* set before the handler was */
     if (h == NULL) {
         return UCS_OK;   /* not ours: dropped */
     }
@@ -389,6 +412,7 @@ hixl_status_t hixl_am_set_handler(hixl_engine_t *engine, ucp_worker_h worker,
     if ((id == 0) || (id >= HIXL_AM_LAST)) {
         return hixl_error(HIXL_PARAM_INVALID, "no active message %u", id);
     }
+    hixl_assert(cb != NULL);
     hd         = &engine->am->handlers[id];
     hd->engine = engine;
     hd->cb     = cb;

@@ -16,6 +16,7 @@
 #include "core/engine.h"
 #include "core/served.h"
 #include "util/copy.h"
+#include "util/debug.h"
 #include "util/log.h"
 
 #include <inttypes.h>
@@ -26,8 +27,7 @@
  * headers and seal it fits one of the 64 KiB segments the library gives
  * UCX's tcp (core/engine.c), so the receiver's UCX hands the handler its
  * receive buffer instead of reassembling fragments into a buffer of its
- * own first (a malloc and a copy per message).  Fan-in over tcp, 256 KiB
- * messages against these: the decode's CPU per byte fell by a quarter. */
+ * own first (a malloc and a copy per message). */
 #define HIXL_AM_CHUNK     (60 * 1024)
 /* WRITE data in UCX's hands at most, per channel: enough to keep a tcp
  * connection busy (tens of milliseconds of data), little enough that a
@@ -122,8 +122,12 @@ static ucs_status_t hixl_am_wait(hixl_am_data_t *pool, hixl_chan_t *chan,
                                  hixl_request_t *req, const hixl_am_hdr_t *hdr,
                                  const void *data)
 {
-    hixl_am_wait_t *w = malloc(sizeof(*w));
+    hixl_am_wait_t *w;
 
+    hixl_assert((req != NULL) && (hdr->len > 0) && (data != NULL));
+    /* a channel is listed exactly while it has WRITEs waiting */
+    hixl_assert((chan->am_wait_head == NULL) == (chan->am_wait_tail == NULL));
+    w = malloc(sizeof(*w));
     if (w == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
@@ -175,8 +179,10 @@ static void hixl_am_chan_closed(hixl_engine_t *engine, hixl_chan_t *chan)
     w = chan->am_wait_head;
     if (w != NULL) {
         for (pp = &pool->waiting; *pp != chan; pp = &(*pp)->am_next) {
+            hixl_assert(*pp != NULL);   /* a channel with WRITEs is listed */
         }
         *pp = chan->am_next;
+        hixl_assert(atomic_load(&pool->nwaiting) >= 1);
         atomic_fetch_sub(&pool->nwaiting, 1);
     }
     chan->am_wait_head = chan->am_wait_tail = NULL;
@@ -202,6 +208,7 @@ static hixl_am_wait_t *hixl_am_take_ready(hixl_am_data_t *pool,
     *count = 0;
     for (pp = &pool->waiting; ((chan = *pp) != NULL) && (*count < max);) {
         room = HIXL_AM_WINDOW - atomic_load(&chan->am_window);
+        hixl_assert(chan->am_wait_head != NULL);   /* listed: it waits */
         while (((w = chan->am_wait_head) != NULL) &&
                ((long)w->hdr.len <= room) && (*count < max)) {
             room              -= (long)w->hdr.len;
@@ -215,6 +222,7 @@ static hixl_am_wait_t *hixl_am_take_ready(hixl_am_data_t *pool,
         if (chan->am_wait_head == NULL) {
             chan->am_wait_tail = NULL;
             *pp = chan->am_next;
+            hixl_assert(atomic_load(&pool->nwaiting) >= 1);
             atomic_fetch_sub(&pool->nwaiting, 1);
         } else {
             pp = &chan->am_next;
@@ -246,9 +254,11 @@ static unsigned hixl_am_progress(hixl_engine_t *engine)
     w = hixl_am_take_ready(pool, chans, HIXL_AM_BATCH, &n);
     pthread_spin_unlock(&pool->lock);
     for (i = 0; w != NULL; w = next, ++i) {
+        hixl_assert(i < n);   /* a channel taken for every WRITE */
         next    = w->next;
         ustatus = hixl_am_post_write(engine, chans[i], &w->hdr, w->data);
         pthread_spin_lock(&pool->lock);
+        hixl_assert(chans[i]->am_draining > 0);   /* taken above */
         chans[i]->am_draining--;
         pthread_spin_unlock(&pool->lock);
         if (ustatus != UCS_OK) {
@@ -279,6 +289,9 @@ static ucs_status_t hixl_am_request(hixl_engine_t *engine, hixl_chan_t *chan,
     hixl_am_hdr_t hdr;
     unsigned slot;
 
+    hixl_assert((len > 0) && (len <= HIXL_AM_CHUNK));
+    hixl_assert((id != HIXL_AM_WRITE) || (data != NULL));
+    hixl_assert_locked(&engine->lock);   /* posts are the caller's */
     hixl_am_hdr_init(&hdr);
     slot       = hixl_chan_post(chan, via);
     hdr.flags  = (uint16_t)(slot | more);
@@ -439,7 +452,10 @@ static ucs_status_t hixl_am_on_write(hixl_engine_t *engine,
 
 static void hixl_am_read_sent(void *arg, const hixl_am_hdr_t *hdr)
 {
-    atomic_fetch_sub(&((hixl_region_t*)arg)->am_busy, 1);
+    unsigned before = atomic_fetch_sub(&((hixl_region_t*)arg)->am_busy, 1);
+
+    hixl_assert(before >= 1);   /* taken when its READ_DATA was posted */
+    (void)before;
 }
 
 /* READ (checked by the dispatcher: ours, with its reply_ep) */

@@ -74,11 +74,14 @@ static void hixl_chan_part_done(hixl_chan_t *chan, ucs_status_t status)
 {
     int ok = UCS_OK;
     hixl_epf_t *epf;
+    int parts;
 
     if (status != UCS_OK) {
         atomic_compare_exchange_strong(&chan->flush_status, &ok, (int)status);
     }
-    if (atomic_fetch_sub(&chan->flush_parts, 1) != 1) {
+    parts = atomic_fetch_sub(&chan->flush_parts, 1);
+    hixl_assert(parts >= 1);   /* each part of a flush ends once */
+    if (parts != 1) {
         return;
     }
     epf = chan->epf;
@@ -89,6 +92,7 @@ static void hixl_chan_part_done(hixl_chan_t *chan, ucs_status_t status)
 /* The flush waits for slot and it is empty now: that part is done. */
 static void hixl_chan_slot_drained(hixl_chan_t *chan, int slot)
 {
+    hixl_assert((slot == 0) || (slot == 1));
     if (atomic_compare_exchange_strong(&chan->flush_slot, &slot, -1)) {
         hixl_chan_part_done(chan, UCS_OK);
     }
@@ -163,6 +167,11 @@ void hixl_chan_rma_posted(hixl_chan_t *chan)
 
 unsigned hixl_chan_post(hixl_chan_t *chan, hixl_answer_via_t via)
 {
+    /* posts run under engine->lock, which the stop of a channel holds */
+    hixl_assert(atomic_load(&chan->open));
+    hixl_assert((chan->cur == 0) || (chan->cur == 1));
+    hixl_assert((via == HIXL_ANSWER_ON_CONTROL) ||
+                (via == HIXL_ANSWER_ELSEWHERE));
     if (via == HIXL_ANSWER_ON_CONTROL) {
         atomic_fetch_add(chan->ctrl_due, 1);
         atomic_fetch_add(&chan->ctrl_pending, 1);
@@ -233,6 +242,7 @@ static long hixl_chan_take_due(atomic_long *count)
 
 void hixl_chan_stop(hixl_engine_t *engine, hixl_chan_t *chan)
 {
+    hixl_assert(atomic_load(&chan->open));   /* stopped once */
     pthread_rwlock_wrlock(&engine->serve_lock);
     atomic_store(&chan->open, 0);
     chan->id = hixl_chan_make_id((size_t)(uint32_t)chan->id - 1,
@@ -292,7 +302,10 @@ int hixl_chan_copy_begin(hixl_engine_t *engine, hixl_chan_t *chan,
 
 void hixl_chan_copy_end(hixl_chan_t *chan)
 {
-    atomic_fetch_sub(&chan->copying, 1);
+    int before = atomic_fetch_sub(&chan->copying, 1);
+
+    hixl_assert(before >= 1);   /* after its begin said yes */
+    (void)before;
 }
 
 void hixl_chan_table_cleanup(hixl_chan_table_t *t)

@@ -8,6 +8,7 @@
 #include "core/peer.h"
 #include "core/ucx_quiet.h"
 #include "core/ep_retire.h"
+#include "util/debug.h"
 #include "util/log.h"
 
 #include <stdio.h>
@@ -25,7 +26,10 @@ struct hixl_ep_err {
 
 void hixl_ep_err_release(hixl_ep_err_t *err)
 {
-    if (atomic_fetch_sub(&err->refs, 1) == 1) {
+    unsigned before = atomic_fetch_sub(&err->refs, 1);
+
+    hixl_assert(before >= 1);   /* the peer's and each close's */
+    if (before == 1) {
         free(err);
     }
 }

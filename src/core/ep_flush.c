@@ -4,6 +4,7 @@
  */
 #include "config.h"
 #include "core/ep_flush.h"
+#include "util/debug.h"
 
 #include <sched.h>
 #include <stdlib.h>
@@ -30,14 +31,22 @@ hixl_epf_t *hixl_epf_create(void *ep, hixl_epf_flush_fn_t flush,
 
 void hixl_epf_retain(hixl_epf_t *epf)
 {
-    atomic_fetch_add(&epf->refs, 1);
+    unsigned before = atomic_fetch_add(&epf->refs, 1);
+
+    hixl_assert(before >= 1);   /* the owner's reference lives until close */
+    (void)before;
 }
 
 void hixl_epf_release(hixl_epf_t *epf)
 {
-    if (atomic_fetch_sub(&epf->refs, 1) != 1) {
+    unsigned before = atomic_fetch_sub(&epf->refs, 1);
+
+    hixl_assert(before >= 1);   /* never below zero */
+    if (before != 1) {
         return;
     }
+    hixl_assert(atomic_load(&epf->calling) == 0);
+    hixl_assert((epf->group == NULL) && (epf->wait_head == NULL));
     pthread_spin_destroy(&epf->lock);
     free(epf);
 }
@@ -49,6 +58,9 @@ static int hixl_epf_take_waiters(hixl_epf_t *epf)
     if (!epf->due || (epf->ep == NULL) || (epf->wait_head == NULL)) {
         return 0;
     }
+    /* due is set only when the flush in flight ended: no group is out */
+    hixl_assert(epf->group == NULL);
+    hixl_assert(atomic_load(&epf->busy) == 1);
     epf->group     = epf->wait_head;
     epf->wait_head = epf->wait_tail = NULL;
     epf->due       = 0;
@@ -61,6 +73,7 @@ static hixl_epf_waiter_t *hixl_epf_claim(hixl_epf_t *epf, int *due_p)
 {
     hixl_epf_waiter_t *group = epf->group;
 
+    hixl_assert(atomic_load(&epf->busy) == 1);   /* a flush was out */
     epf->group = NULL;
     if ((epf->ep != NULL) && (epf->wait_head != NULL)) {
         epf->due = 1;
@@ -81,6 +94,7 @@ static void hixl_epf_call(hixl_epf_waiter_t *list, ucs_status_t status,
 
     for (w = list; w != NULL; w = next) {
         next    = w->next;   /* w may be gone once called back */
+        hixl_assert(w->cb != NULL);
         w->next = NULL;
         if ((w == own) && (status == UCS_OK)) {
             *own_done = 1;
@@ -101,6 +115,7 @@ static int hixl_epf_issue(hixl_epf_t *epf, hixl_epf_waiter_t *own)
     ucs_status_ptr_t sp;
     int more, due, own_done = 0;
 
+    hixl_assert(epf->group != NULL);   /* what the flush is for */
     do {
         if ((epf->idle != NULL) && epf->idle(epf)) {
             sp = NULL;   /* nothing to flush: done at once */
@@ -124,6 +139,7 @@ int hixl_epf_add(hixl_epf_t *epf, hixl_epf_waiter_t *w, int own_fast)
     hixl_epf_waiter_t *own = own_fast ? w : NULL;
     int issue;
 
+    hixl_assert((w != NULL) && (w->cb != NULL));
     w->next = NULL;
     if (epf->ep == NULL) {
         w->cb(w, UCS_ERR_CANCELED);
@@ -173,6 +189,7 @@ int hixl_epf_progress(hixl_epf_t *epf)
 void hixl_epf_flushed(hixl_epf_t *epf, ucs_status_t status)
 {
     hixl_epf_waiter_t *group;
+    unsigned calling;
     int due;
 
     pthread_spin_lock(&epf->lock);
@@ -181,7 +198,9 @@ void hixl_epf_flushed(hixl_epf_t *epf, ucs_status_t status)
     pthread_spin_unlock(&epf->lock);
 
     hixl_epf_call(group, status, NULL, NULL);
-    atomic_fetch_sub(&epf->calling, 1);
+    calling = atomic_fetch_sub(&epf->calling, 1);
+    hixl_assert(calling >= 1);   /* never below zero */
+    (void)calling;
     if (due) {
         /* the engine lock may not be taken here: the next flush is issued
          * by a caller that holds it (hixl_epf_progress, hixl_epf_add) */

@@ -9,6 +9,7 @@
 #include "core/ep_flush.h"
 #include "core/peer.h"
 #include "util/clock.h"
+#include "util/debug.h"
 #include "util/log.h"
 
 #include <inttypes.h>
@@ -43,7 +44,10 @@ struct hixl_reply_retire {
 
 static void hixl_retire_release(hixl_retire_t *r)
 {
-    if (atomic_fetch_sub(&r->refs, 1) == 1) {
+    int before = atomic_fetch_sub(&r->refs, 1);
+
+    hixl_assert(before >= 1);   /* the list's and the flush's, no more */
+    if (before == 1) {
         free(r);
     }
 }
@@ -58,6 +62,7 @@ static void hixl_retire_flushed(void *request, ucs_status_t status,
 
     ucp_request_free(request);
     pthread_mutex_lock(&l->lock);
+    hixl_assert(r->flushed == 0);   /* called back once */
     r->flushed = (status == UCS_OK) ? 1 : -1;
     pthread_mutex_unlock(&l->lock);
     hixl_retire_release(r);
@@ -85,6 +90,8 @@ uint64_t hixl_retire_start(hixl_engine_t *engine, ucp_ep_h ep,
     hixl_retire_t *r  = calloc(1, sizeof(*r));
     uint64_t id;
 
+    hixl_assert((ep != NULL) && (err != NULL));
+    hixl_assert(!unbind || (conn != 0));   /* UNBIND names the connection */
     if (r == NULL) {   /* no memory: a forced close, whatever it meets */
         hixl_ep_close_now(ep, err, 1, name);
         hixl_ep_err_release(err);
@@ -132,6 +139,7 @@ int hixl_retire_done(hixl_engine_t *engine, uint64_t id)
 /* Whether r's endpoint may be force-closed now (the list's lock held). */
 static int hixl_retire_due(const hixl_retire_t *r, uint64_t now)
 {
+    hixl_assert((r->flushed >= -1) && (r->flushed <= 1));
     if (hixl_ep_err_status(r->err) != UCS_OK) {
         return 1;   /* UCX's error path owns the endpoint's state */
     }
@@ -159,6 +167,7 @@ static void hixl_retire_unbind(hixl_engine_t *engine)
         if (!r->unbind || r->unbind_sent || (r->flushed != 1)) {
             continue;
         }
+        hixl_assert(r->conn != 0);
         r->unbind_sent = 1;
         r->deadline_ns = hixl_deadline_ns(HIXL_RETIRE_WAIT_MS);
         hixl_am_hdr_init(&h[n]);
@@ -197,6 +206,7 @@ static hixl_retire_t *hixl_retire_take_due(hixl_retires_t *l)
         *pp     = r->next;
         r->next = out;
         out     = r;
+        hixl_assert(atomic_load(&l->count) >= 1);   /* r was counted */
         atomic_fetch_sub(&l->count, 1);
     }
     pthread_mutex_unlock(&l->lock);
@@ -321,9 +331,12 @@ static void hixl_retire_reply_flushed(void *request, ucs_status_t status,
     hixl_reply_retire_t *rr = user_data;
     hixl_engine_t *engine   = rr->engine;
     ucp_ep_h ep             = rr->ep;
+    int found;
 
     ucp_request_free(request);
-    hixl_retire_reply_unlist(&engine->retires, ep);
+    found = hixl_retire_reply_unlist(&engine->retires, ep);
+    hixl_assert(found);   /* listed until its flush is called back, once */
+    (void)found;
     if (status == UCS_OK) {
         hixl_retire_force(ep);
     }
@@ -336,6 +349,7 @@ void hixl_retire_reply_ep(hixl_engine_t *engine, ucp_ep_h ep, uint64_t conn,
     hixl_reply_retire_t *rr;
     ucs_status_ptr_t sp;
 
+    hixl_assert(ep != NULL);
     pthread_mutex_lock(&l->lock);
     for (rr = l->replies; (rr != NULL) && (rr->ep != ep); rr = rr->next) {
     }

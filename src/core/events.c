@@ -6,6 +6,7 @@
 #include "core/events.h"
 #include "core/engine.h"
 #include "util/clock.h"
+#include "util/debug.h"
 #include "util/log.h"
 
 #include <errno.h>
@@ -180,6 +181,7 @@ void hixl_events_leave(hixl_engine_t *engine)
 
     /* finalize sleeps on done_cond until the last one leaves */
     pthread_mutex_lock(&pool->done_lock);
+    hixl_assert(atomic_load(&engine->events.waiters) >= 1);   /* entered */
     atomic_fetch_sub(&engine->events.waiters, 1);
     if (atomic_load(&engine->events.closing)) {
         pthread_cond_broadcast(&pool->done_cond);

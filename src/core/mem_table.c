@@ -6,6 +6,7 @@
 #include "core/mem_table.h"
 #include "util/array.h"
 #include "util/handle.h"
+#include "util/debug.h"
 #include "util/log.h"
 
 #include <stdlib.h>
@@ -66,6 +67,7 @@ void hixl_mem_table_remove(hixl_mem_table_t *t, hixl_region_t *region)
         hixl_range_remove(&t->by_addr, &region->range);
     }
     if ((i < t->nslots) && (t->slots[i].region == region)) {
+        hixl_assert(t->count >= 1);   /* the region was counted */
         t->slots[i].region = NULL;
         t->count--;
     }

@@ -151,6 +151,7 @@ static void hixl_peer_unlink(hixl_peer_table_t *t, hixl_peer_t *peer)
 
     for (pp = &t->head; *pp != NULL; pp = &(*pp)->next) {
         if (*pp == peer) {
+            hixl_assert(t->count >= 1);
             *pp = peer->next;
             t->count--;
             return;

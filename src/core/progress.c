@@ -673,6 +673,7 @@ int hixl_engine_wait_busy(hixl_engine_t *engine, uint64_t deadline_ns,
     atomic_fetch_add(&engine->progress.busy, 1);
     hixl_progress_kick(engine);
     done = hixl_engine_wait(engine, deadline_ns, pred, arg);
+    hixl_assert(atomic_load(&engine->progress.busy) >= 1);   /* ours */
     atomic_fetch_sub(&engine->progress.busy, 1);
     return done;
 }

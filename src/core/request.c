@@ -333,6 +333,7 @@ void hixl_req_sleep_until(hixl_req_pool_t *pool, int (*ready)(void *arg),
         hixl_timespec_at(&ts, wake_ns);
         pthread_cond_timedwait(&pool->done_cond, &pool->done_lock, &ts);
     }
+    hixl_assert(atomic_load(&pool->done_waiters) >= 1);   /* ours */
     atomic_fetch_sub(&pool->done_waiters, 1);
     pthread_mutex_unlock(&pool->done_lock);
 }
@@ -359,6 +360,7 @@ void hixl_req_sleep(hixl_req_pool_t *pool, hixl_request_t *req,
         hixl_timespec_at(&ts, wake);
         pthread_cond_timedwait(&pool->done_cond, &pool->done_lock, &ts);
     }
+    hixl_assert(atomic_load(&pool->done_waiters) >= 1);   /* ours */
     atomic_fetch_sub(&pool->done_waiters, 1);
     pthread_mutex_unlock(&pool->done_lock);
 }

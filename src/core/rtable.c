@@ -5,6 +5,7 @@
 #include "config.h"
 #include "core/rtable.h"
 #include "core/engine.h"
+#include "util/debug.h"
 #include "util/log.h"
 
 #include <inttypes.h>
@@ -62,6 +63,7 @@ hixl_status_t hixl_rtable_revoke(hixl_engine_t *engine, hixl_rtable_t *t,
     }
     rr = (hixl_rregion_t*)t->idx.items[i];
     hixl_range_remove(&t->idx, &rr->range);
+    hixl_assert(t->count >= 1);   /* it was found: it was counted */
     t->count--;
     /* device copies still running hold their own reference; the import
      * closes when the last one ends, before any revoke answer */

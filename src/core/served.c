@@ -10,6 +10,7 @@
 #include "core/ep_retire.h"
 #include "util/array.h"
 #include "util/clock.h"
+#include "util/debug.h"
 #include "util/log.h"
 
 #include <inttypes.h>
@@ -64,6 +65,8 @@ hixl_status_t hixl_served_open(hixl_engine_t *engine, hixl_peer_t *peer)
         tag = (uint32_t)(hixl_now_ns() ^ peer->serial);
     }
     tag |= 1;   /* never 0: an id of 0 names nothing */
+    hixl_assert_locked(&engine->lock);
+    hixl_assert(!hixl_peer_outgoing(peer) && (peer->conn_id == 0));
     pthread_rwlock_wrlock(&engine->serve_lock);
     for (i = 0; (i < t->cap) && (t->slots[i].state != HIXL_SERVED_FREE);
          ++i) {
@@ -74,6 +77,7 @@ hixl_status_t hixl_served_open(hixl_engine_t *engine, hixl_peer_t *peer)
         return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for a "
                           "connection");
     }
+    hixl_assert(atomic_load(&t->slots[i].ack_queued) == 0);   /* FREE */
     t->slots[i].id    = ((uint64_t)tag << 32) | (uint64_t)(i + 1);
     t->slots[i].state = HIXL_SERVED_PENDING;
     t->slots[i].ep    = NULL;
@@ -91,6 +95,7 @@ static void hixl_served_mark(hixl_served_t *t, hixl_served_slot_t *slot,
 {
     int prev = atomic_load(&slot->ack_queued);
 
+    hixl_assert((want == HIXL_ACKS_HELD) || (want == HIXL_ACKS_DUE));
     do {
         if (prev >= want) {
             return;
@@ -111,12 +116,18 @@ static void hixl_served_mark(hixl_served_t *t, hixl_served_slot_t *slot,
 static int hixl_served_unmark(hixl_served_t *t, hixl_served_slot_t *slot)
 {
     int prev = atomic_exchange(&slot->ack_queued, 0);
+    unsigned before;
 
+    hixl_assert((prev >= 0) && (prev <= HIXL_ACKS_DUE));
     if (prev == HIXL_ACKS_DUE) {
-        atomic_fetch_sub(&t->acks_due, 1);
+        before = atomic_fetch_sub(&t->acks_due, 1);
+        hixl_assert(before >= 1);   /* counted when marked due */
+        (void)before;
     }
     if (prev != 0) {
-        atomic_fetch_sub(&t->acks_queued, 1);
+        before = atomic_fetch_sub(&t->acks_queued, 1);
+        hixl_assert(before >= 1);   /* counted when first marked */
+        (void)before;
     }
     return prev != 0;
 }
@@ -131,9 +142,11 @@ static void hixl_served_close(hixl_engine_t *engine, hixl_peer_t *peer)
     if (hixl_peer_outgoing(peer) || (peer->conn_id == 0)) {
         return;
     }
+    hixl_assert_locked(&engine->lock);
     pthread_rwlock_wrlock(&engine->serve_lock);
     slot = hixl_served_find(engine, peer->conn_id);
     if (slot != NULL) {
+        hixl_assert(slot->peer == peer);   /* the id is the peer's own */
         held        = slot->peer;
         slot->state = HIXL_SERVED_FREE;
         slot->ep    = NULL;
@@ -158,6 +171,7 @@ static void hixl_served_unbind(hixl_engine_t *engine, uint64_t id,
     slot = hixl_served_find(engine, id);
     if ((slot != NULL) && (slot->state == HIXL_SERVED_BOUND) &&
         (slot->ep == reply_ep)) {
+        hixl_assert(slot->peer != NULL);   /* referenced while it lives */
         slot->state = HIXL_SERVED_UNBOUND;
         slot->ep    = NULL;
     }
@@ -219,7 +233,9 @@ void hixl_served_acks_send(hixl_engine_t *engine, int quiet)
             !hixl_served_unmark(t, slot)) {
             continue;
         }
-        /* a connection that broke is ended by its control poll */
+        /* a connection that broke is ended by its control poll; a slot
+         * marked since it went FREE was unmarked by its close */
+        hixl_assert(slot->state != HIXL_SERVED_FREE);
         if ((slot->peer != NULL) &&
             (hixl_conn_flush(&slot->peer->conn, err, sizeof(err)) != 0)) {
             hixl_log_debug("answers to %s not sent: %s", slot->peer->name,
@@ -248,6 +264,7 @@ static ucs_status_t hixl_served_on_bind(hixl_engine_t *engine,
     pthread_rwlock_wrlock(&engine->serve_lock);
     slot = hixl_served_find(engine, h->conn);
     if ((slot != NULL) && (slot->state == HIXL_SERVED_PENDING)) {
+        hixl_assert((slot->ep == NULL) && (reply_ep != NULL));
         slot->state = HIXL_SERVED_BOUND;
         slot->ep    = reply_ep;
         ack.status  = HIXL_SUCCESS;

@@ -4,6 +4,7 @@
  */
 #include "config.h"
 #include "ctrl/ctrl.h"
+#include "util/debug.h"
 #include "util/log.h"
 
 #include <string.h>
@@ -105,6 +106,7 @@ void hixl_ctrl_event(hixl_engine_t *engine, uint64_t serial, uint32_t events)
     hixl_dispatch_ctx_t ctx = {engine, peer};
     char err[256];
 
+    hixl_assert_locked(&engine->lock);
     if (peer == NULL) {
         return;   /* closed meanwhile */
     }

@@ -10,6 +10,7 @@
 #include "device/staging.h"
 #include "core/engine.h"
 #include "util/clock.h"
+#include "util/debug.h"
 #include "util/log.h"
 
 #include <inttypes.h>
@@ -182,6 +183,7 @@ static void hixl_dev_unit_free(hixl_engine_t *engine, hixl_dev_unit_t *unit)
 
 static void hixl_dev_unit_finish(hixl_engine_t *engine, hixl_dev_unit_t *unit)
 {
+    hixl_assert(atomic_load(&engine->dev->units_live) >= 1);   /* counted */
     atomic_fetch_sub(&engine->dev->units_live, 1);
     hixl_req_data_done(unit->req);
     hixl_dev_unit_free(engine, unit);
@@ -268,6 +270,7 @@ static hixl_dev_barrier_t *hixl_dev_barriers_ready(hixl_dev_t *dev)
         *pp     = b->next;
         b->next = ready;
         ready   = b;
+        hixl_assert(atomic_load(&dev->barriers_live) >= 1);
         atomic_fetch_sub(&dev->barriers_live, 1);
     }
     pthread_mutex_unlock(&dev->barrier_lock);
@@ -283,6 +286,7 @@ static unsigned hixl_dev_barriers_fire(hixl_engine_t *engine,
     for (; b != NULL; b = next) {
         next = b->next;   /* b lives in what fn frees */
         b->fn(b->arg);
+        hixl_assert(atomic_load(&engine->progress.busy) >= 1);   /* its own */
         atomic_fetch_sub(&engine->progress.busy, 1);
         ++n;
     }

@@ -17,6 +17,7 @@
 #include "config.h"
 #include "device/device_mem.h"
 #include "core/engine.h"
+#include "util/debug.h"
 #include "util/log.h"
 
 #include <inttypes.h>
@@ -308,7 +309,10 @@ void hixl_dev_rdev_get(hixl_rdev_t *rdev)
 
 void hixl_dev_rdev_put(hixl_engine_t *engine, hixl_rdev_t *rdev)
 {
-    if (atomic_fetch_sub(&rdev->refs, 1) != 1) {
+    unsigned before = atomic_fetch_sub(&rdev->refs, 1);
+
+    hixl_assert(before >= 1);   /* never below zero */
+    if (before != 1) {
         return;
     }
     if ((rdev->dp != NULL) && (rdev->rmem != NULL)) {

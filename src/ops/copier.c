@@ -9,6 +9,7 @@
 #include "core/engine.h"
 #include "core/request.h"
 #include "util/copy.h"
+#include "util/debug.h"
 #include "util/log.h"
 #include "util/workq.h"
 
@@ -138,6 +139,7 @@ hixl_status_t hixl_copier_post(hixl_engine_t *engine, hixl_chan_t *chan,
 {
     hixl_copy_job_t *job;
 
+    hixl_assert_locked(&engine->lock);
     if (engine->copier == NULL) {
         engine->copier = hixl_workq_new(0);
     }

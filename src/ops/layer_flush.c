@@ -31,6 +31,7 @@
 #include "ctrl/dispatch.h"
 #include "device/device.h"
 #include "util/args.h"
+#include "util/debug.h"
 #include "util/log.h"
 
 #include <inttypes.h>
@@ -59,7 +60,10 @@ typedef struct hixl_layer_flush {
 
 static void hixl_layer_flush_free(hixl_layer_flush_t *f)
 {
-    atomic_fetch_sub(&f->engine->progress.busy, 1);
+    unsigned before = atomic_fetch_sub(&f->engine->progress.busy, 1);
+
+    hixl_assert(before >= 1);   /* raised when the flush was posted */
+    (void)before;
     hixl_peer_release(f->peer);
     free(f);
 }
@@ -109,6 +113,7 @@ static hixl_status_t hixl_layer_claim(hixl_peer_t *peer, uint32_t stream,
 {
     struct hixl_layer_out *out;
 
+    hixl_assert_locked(&peer->engine->lock);
     if ((stream >= peer->hs->remote_max_streams) ||
         (layer >= peer->hs->remote_max_layers)) {
         return hixl_error(HIXL_PARAM_INVALID, "%s %u is out of range: %s "

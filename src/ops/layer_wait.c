@@ -29,6 +29,7 @@
 #include "ctrl/dispatch.h"
 #include "util/args.h"
 #include "util/clock.h"
+#include "util/debug.h"
 #include "util/log.h"
 
 #include <inttypes.h>
@@ -158,6 +159,7 @@ static hixl_status_t hixl_layer_peer_ready(hixl_engine_t *engine,
     size_t words = hixl_layer_words(engine);
     hixl_layer_source_t *src;
 
+    hixl_assert_locked(&engine->lock);
     if (hixl_peer_outgoing(peer)) {
         return HIXL_SUCCESS;
     }

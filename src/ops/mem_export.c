@@ -10,6 +10,7 @@
 #include "config.h"
 #include "core/engine.h"
 #include "wire/mem_desc.h"
+#include "util/debug.h"
 #include "util/log.h"
 
 #include <inttypes.h>
@@ -29,6 +30,7 @@ static hixl_status_t hixl_export_collect(hixl_engine_t *engine,
     const hixl_region_t *region;
     size_t i;
 
+    hixl_assert_locked(&engine->lock);
     for (i = 0; i < n; ++i) {
         region = hixl_mem_table_get(&engine->mem, engine->serial,
                                     (uintptr_t)handles[i]);

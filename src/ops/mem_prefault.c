@@ -7,6 +7,7 @@
 #include "core/engine.h"
 #include "core/mem_table.h"
 #include "util/clock.h"
+#include "util/debug.h"
 #include "util/log.h"
 #include "util/prefault.h"
 #include "util/workq.h"
@@ -126,6 +127,7 @@ void hixl_prefault_later(hixl_engine_t *engine, const void *addr, size_t len)
 {
     hixl_prefault_item_t *item;
 
+    hixl_assert_locked(&engine->lock);
     item = ((engine->warming != NULL) && (hixl_bg_queue(engine) == 0)) ?
            calloc(1, sizeof(*item)) : NULL;
     if (item == NULL) {
@@ -147,7 +149,10 @@ void hixl_prefault_later(hixl_engine_t *engine, const void *addr, size_t len)
 
 static void hixl_warm_release(hixl_warm_t *w)
 {
-    if (atomic_fetch_sub(&w->refs, 1) == 1) {
+    int before = atomic_fetch_sub(&w->refs, 1);
+
+    hixl_assert(before >= 1);   /* the owner's and the queue's */
+    if (before == 1) {
         free(w);
     }
 }

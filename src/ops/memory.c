@@ -25,6 +25,7 @@
 #include "device/device_mem.h"
 #include "util/clock.h"
 #include "util/handle.h"
+#include "util/debug.h"
 #include "util/log.h"
 #include "util/prefault.h"
 
@@ -795,6 +796,7 @@ hixl_status_t hixl_memory_refresh(hixl_engine_t *engine, hixl_peer_t *peer,
     hixl_status_t status;
     hixl_msg_t msg;
 
+    hixl_assert_locked(&engine->lock);
     memset(&msg, 0, sizeof(msg));
     msg.type         = CTRL_SYNC;
     msg.u.sync.token = w.token;

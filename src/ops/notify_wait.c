@@ -9,6 +9,7 @@
 #include "config.h"
 #include "ops/notify.h"
 #include "util/clock.h"
+#include "util/debug.h"
 #include "util/log.h"
 
 /* Longest sleep before the deadline is looked at again. */
@@ -22,6 +23,7 @@ static int hixl_notify_wait_queued(hixl_engine_t *engine, uint64_t deadline)
     struct timespec ts;
     uint64_t now, wake;
 
+    hixl_assert_locked(&engine->lock);
     for (;;) {
         if (hixl_notify_queued(engine) > 0) {
             return 1;

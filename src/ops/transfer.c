@@ -27,6 +27,7 @@
 #include "util/array.h"
 #include "util/clock.h"
 #include "util/copy.h"
+#include "util/debug.h"
 #include "util/log.h"
 
 #include <inttypes.h>
@@ -90,6 +91,7 @@ static hixl_status_t hixl_xfer_resolve(hixl_engine_t *engine,
     hixl_range_t *straddle = NULL;
     char owner[HIXL_ENGINE_NAME_MAX + 16];
 
+    hixl_assert_locked(&engine->lock);
     s->local = (hixl_region_t*)hixl_range_find(&engine->mem.by_addr,
                                                d->local_addr, d->len,
                                                &straddle);
@@ -166,6 +168,9 @@ static ucs_status_t hixl_xfer_rma(hixl_engine_t *engine, hixl_peer_t *peer,
     ucp_request_param_t param;
     ucs_status_ptr_t sp;
 
+    /* validated: both ends inside their regions */
+    hixl_assert((s->local != NULL) && (s->remote != NULL));
+    hixl_assert(d->len > 0);
     param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMH;
     param.memh         = s->local->memh;
     hixl_ucx_post_begin(&engine->progress.ucx_posting);
@@ -202,6 +207,9 @@ static ucs_status_t hixl_xfer_copy(hixl_engine_t *engine, hixl_peer_t *peer,
     int stream               = 0;
     hixl_status_t status;
 
+    hixl_assert((rr->path == HIXL_RPATH_MAP) || (rr->path == HIXL_RPATH_CMA));
+    hixl_assert((rr->path != HIXL_RPATH_MAP) || (rr->mapped != NULL));
+    hixl_assert((rr->path != HIXL_RPATH_CMA) || (peer->cma_pid > 0));
     if (rr->path == HIXL_RPATH_MAP) {
         remote = (uint64_t)(uintptr_t)rr->mapped +
                  (d->remote_addr - rr->range.addr);
@@ -375,6 +383,7 @@ static hixl_status_t hixl_xfer_plan(hixl_engine_t *engine, const char *remote,
     hixl_status_t status;
     uint64_t refresh;
 
+    hixl_assert_locked(&engine->lock);
     status = hixl_peer_lookup(engine, remote, 1, &peer);
     if (status != HIXL_SUCCESS) {
         return status;
@@ -469,6 +478,7 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
     size_t failed_at = 0;
     int flushed;
 
+    hixl_assert_locked(&engine->lock);
     if ((args != NULL) && (args->field_mask & HIXL_TRANSFER_ARG_TIMEOUT)) {
         if (args->timeout_ms <= 0) {
             return hixl_error(HIXL_PARAM_INVALID, "transfer timeout_ms %d is "
@@ -509,6 +519,8 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
                                       &plan, &failed_at);
     }
     req            = hixl_req_get(&engine->reqs, engine);
+    hixl_assert(req != NULL);   /* one was available, and we hold the lock */
+    hixl_assert(atomic_load(&req->state) == HIXL_REQ_ACTIVE);
     req->op        = op;
     req->num_descs = num_descs;
     if ((args != NULL) && (args->field_mask & HIXL_TRANSFER_ARG_USER_DATA)) {
@@ -522,6 +534,7 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
             return status;
         }
     }
+    hixl_assert((peer->state == HIXL_PEER_READY) && (peer->epf != NULL));
     req->peer = peer;
     if (ustatus != UCS_OK) {
         hixl_xfer_rma_failed(req, failed_at, ustatus);

@@ -4,6 +4,7 @@
  */
 #include "config.h"
 #include "util/log.h"
+#include "util/debug.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -59,6 +60,8 @@ void hixl_log_level_hold(int level)
 
 void hixl_log_level_drop(int level)
 {
+    /* every drop follows its hold */
+    hixl_assert(atomic_load(&hixl_log_holds[hixl_log_clamp(level)]) >= 1);
     atomic_fetch_sub(&hixl_log_holds[hixl_log_clamp(level)], 1);
     hixl_log_level_update();
 }

@@ -5,6 +5,7 @@
 #include "config.h"
 #include "util/range_index.h"
 #include "util/array.h"
+#include "util/debug.h"
 #include "util/log.h"
 
 #include <stdlib.h>
@@ -70,6 +71,7 @@ void hixl_range_remove(hixl_range_index_t *idx, hixl_range_t *item)
     if ((i == idx->count) || (idx->items[i] != item)) {
         return;
     }
+    hixl_assert((idx->count >= 1) && (i < idx->count));
     memmove(&idx->items[i], &idx->items[i + 1],
             (idx->count - i - 1) * sizeof(*idx->items));
     idx->count--;
