@@ -14,6 +14,7 @@
 #ifndef HIXL_CORE_RTABLE_H_
 #define HIXL_CORE_RTABLE_H_
 
+#include "core/path.h"
 #include "util/range_index.h"
 
 #include <hixl/hixl.h>
@@ -22,20 +23,14 @@
 typedef struct hixl_engine hixl_engine_t;
 struct hixl_rdev;
 
-/* How transfers reach a remote host region. */
-typedef enum hixl_rpath {
-    HIXL_RPATH_UCX,   /* UCX puts and gets */
-    HIXL_RPATH_AM,    /* library messages (core/am_data.h) */
-    HIXL_RPATH_CMA,   /* same-host kernel copies (core/cma.h) */
-    HIXL_RPATH_MAP    /* memcpy: UCX maps the memory here (ops/copier.h) */
-} hixl_rpath_t;
 
 typedef struct hixl_rregion {
     hixl_range_t         range;     /* first: indexed by address */
     uint64_t             id;
     uint32_t             mem_type;
     ucp_rkey_h           rkey;      /* NULL: device memory not NIC-mapped */
-    hixl_rpath_t         path;      /* how host transfers reach it */
+    hixl_path_t          path;      /* how host transfers reach it: rma,
+                                       am, cma or map */
     void                *mapped;    /* MAP: range.addr, mapped here */
     struct hixl_rdev    *dev;       /* device memory: its key */
     struct hixl_rregion *next_dead;

@@ -118,7 +118,7 @@ hixl_status_t hixl_dev_route(hixl_engine_t *engine, hixl_peer_t *peer,
     if ((mode == HIXL_DEVICE_PATH_AUTO) || (mode == HIXL_DEVICE_PATH_NIC)) {
         no_ucx = hixl_dev_no_ucx(lr, rr);
         if (no_ucx == NULL) {
-            path = HIXL_PATH_UCX;
+            path = HIXL_PATH_RMA;
             goto found;
         }
     }
@@ -147,7 +147,7 @@ hixl_status_t hixl_dev_route(hixl_engine_t *engine, hixl_peer_t *peer,
 found:
     pthread_mutex_unlock(&engine->dev->lock);
     hixl_log(HIXL_LOG_TRACE, "descriptor %zu to %s: %s path", i, peer->name,
-             (path == HIXL_PATH_IPC) ? "IPC" : (path == HIXL_PATH_UCX) ?
+             (path == HIXL_PATH_IPC) ? "IPC" : (path == HIXL_PATH_RMA) ?
              "UCX" : "staging");
     if (path_p != NULL) {
         *path_p = path;

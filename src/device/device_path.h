@@ -7,16 +7,13 @@
 #ifndef HIXL_DEVICE_DEVICE_PATH_H_
 #define HIXL_DEVICE_DEVICE_PATH_H_
 
+#include "core/path.h"
 #include "device/device_mem.h"
 
-typedef enum hixl_path {
-    HIXL_PATH_UCX,
-    HIXL_PATH_IPC,
-    HIXL_PATH_STAGE
-} hixl_path_t;
-
-/* Which path moves descriptor i (engine->lock held); UNSUPPORTED naming
- * the descriptor and the reason when none can. */
+/* Which path moves descriptor i between device memory and another region
+ * (rma, ipc or stage; engine->lock held); UNSUPPORTED naming the
+ * descriptor and the reason when none can.  Called by the path table's
+ * choice (ops/xfer_path.h). */
 hixl_status_t hixl_dev_route(hixl_engine_t *engine, hixl_peer_t *peer,
                              size_t i, const hixl_transfer_op_desc_t *d,
                              hixl_region_t *lr, hixl_rregion_t *rr,

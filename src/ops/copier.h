@@ -3,8 +3,8 @@
  * Same-host copies off the caller's thread.
  *
  * To a peer on this host, host memory moves by plain copies: into memory
- * UCX maps here (a peer's hixl_alloc_mem memory: HIXL_RPATH_MAP) with
- * memcpy, into memory it cannot map (registered memory: HIXL_RPATH_CMA)
+ * UCX maps here (a peer's hixl_alloc_mem memory: HIXL_PATH_MAP) with
+ * memcpy, into memory it cannot map (registered memory: HIXL_PATH_CMA)
  * with process_vm_writev.  hixl_transfer_sync copies in the caller's thread
  * (nothing is faster).  With hixl.AsyncCopy=thread, hixl_transfer_async
  * hands them to the engine's copier thread and returns at once, so that a

@@ -20,6 +20,7 @@
 #include "config.h"
 #include "ops/memory.h"
 #include "ops/mem_prefault.h"
+#include "ops/xfer_path.h"
 #include "core/ucx_tls.h"
 #include "ctrl/dispatch.h"
 #include "device/device_mem.h"
@@ -554,49 +555,6 @@ void hixl_memory_cleanup(hixl_engine_t *engine)
 
 /* ---- the peer's side: its regions in our table ---------------------------- */
 
-/*
- * How transfers reach a remote host region (core/am_data.h): UCX puts and
- * gets where it has RDMA lanes; a plain memcpy where UCX maps the memory
- * here (ucp_rkey_ptr: shared memory it allocated; what UCX's own put would
- * do, but the library can do it off the caller's thread: ops/copier.h).
- * Elsewhere UCX would emulate puts with messages, whose handler aborts the
- * target when this engine dies (tcp) or which fill a shared-memory queue
- * that a death can block for good (memory UCX did not allocate): kernel
- * copies to a process of this host that allows them (core/cma.h), else
- * the library's own messages.  hixl.DataPath forces one.
- */
-static const char *const hixl_rpath_names[] = {   /* hixl_rpath_t */
-    "rma", "am", "cma", "map"
-};
-
-static hixl_rpath_t hixl_rregion_path(hixl_engine_t *engine,
-                                      hixl_peer_t *peer, hixl_rregion_t *rr)
-{
-    static const char *const sm[] = {"sm", "posix", "sysv", "mm"};
-    hixl_rpath_t other = peer->cma_pid ? HIXL_RPATH_CMA : HIXL_RPATH_AM;
-
-    if ((rr->mem_type != HIXL_MEM_HOST) || (rr->rkey == NULL)) {
-        return HIXL_RPATH_UCX;   /* device memory has paths of its own */
-    }
-    /* UCX maps memory it allocated whatever UCX_TLS says: use the mapping
-     * only where the user's transports include shared memory */
-    if (!hixl_ucx_tls_allows(sm, sizeof(sm) / sizeof(sm[0])) ||
-        (ucp_rkey_ptr(rr->rkey, rr->range.addr, &rr->mapped) != UCS_OK)) {
-        rr->mapped = NULL;
-    }
-    switch (engine->opts.data_path) {
-    case HIXL_DATA_PATH_RMA:
-        return HIXL_RPATH_UCX;
-    case HIXL_DATA_PATH_AM:
-        return HIXL_RPATH_AM;
-    case HIXL_DATA_PATH_CMA:
-        return other;
-    default:
-        return hixl_peer_is(peer, HIXL_PEER_F_EP_RDMA) ? HIXL_RPATH_UCX :
-               (rr->mapped != NULL) ? HIXL_RPATH_MAP : other;
-    }
-}
-
 /* MEM_ADD: a region the listener registered (and its composite key). */
 static int hixl_on_mem_add(hixl_engine_t *engine, hixl_peer_t *peer,
                            const hixl_msg_t *msg)
@@ -657,11 +615,11 @@ static int hixl_on_mem_add(hixl_engine_t *engine, hixl_peer_t *peer,
             goto free;
         }
     }
-    rr->path = hixl_rregion_path(engine, peer, rr);
+    rr->path = hixl_xfer_path_of_region(engine, peer, rr);
     /* which path a peer's region takes is otherwise invisible: the rma
      * variants of the tests look for this line (test/rma_path.sh) */
     hixl_log_debug("%s: region [0x%" PRIx64 ", +%" PRIu64 ") by path %s",
-                   peer->name, addr, len, hixl_rpath_names[rr->path]);
+                   peer->name, addr, len, hixl_paths[rr->path].name);
     if ((rr->mapped != NULL) &&
         (engine->opts.prefault != HIXL_PREFAULT_NONE)) {
         hixl_prefault_later(engine, rr->mapped, len);   /* mapped here */

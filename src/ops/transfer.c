@@ -20,9 +20,7 @@
 #include "ops/transfer.h"
 #include "ops/memory.h"
 #include "ops/notify.h"
-#include "ops/copier.h"
-#include "core/am_data.h"
-#include "device/device_path.h"
+#include "ops/xfer_path.h"
 #include "util/args.h"
 #include "util/array.h"
 #include "util/clock.h"
@@ -35,13 +33,6 @@
 #include <string.h>
 #include <sys/socket.h>
 
-/* One descriptor, resolved. */
-typedef struct hixl_xfer_slot {
-    hixl_region_t  *local;     /* NULL: an empty descriptor */
-    hixl_rregion_t *remote;
-    hixl_path_t     path;
-} hixl_xfer_slot_t;
-
 struct hixl_xfer {
     hixl_xfer_slot_t *slots;   /* engine->lock */
     size_t            cap;
@@ -50,9 +41,9 @@ struct hixl_xfer {
 /* What validation found. */
 typedef struct hixl_xfer_plan {
     hixl_xfer_slot_t *slots;
-    int               all_host;      /* no descriptor needs device/ */
-    int               any_lib;       /* one goes by the library's own
-                                        messages or copies */
+    int               rma_only;      /* every descriptor a UCX put or get
+                                        between host regions: posted
+                                        before the request is filled in */
     int               remote_miss;   /* a remote range not in the table:
                                         the peer may have to be asked */
 } hixl_xfer_plan_t;
@@ -90,6 +81,7 @@ static hixl_status_t hixl_xfer_resolve(hixl_engine_t *engine,
 {
     hixl_range_t *straddle = NULL;
     char owner[HIXL_ENGINE_NAME_MAX + 16];
+    hixl_status_t status;
 
     hixl_assert_locked(&engine->lock);
     s->local = (hixl_region_t*)hixl_range_find(&engine->mem.by_addr,
@@ -109,16 +101,11 @@ static hixl_status_t hixl_xfer_resolve(hixl_engine_t *engine,
         return hixl_xfer_bad_desc(i, "remote", d->remote_addr, d->len,
                                   straddle, owner);
     }
-    s->path = HIXL_PATH_UCX;
-    if ((s->local->type == HIXL_MEM_HOST) &&
-        (s->remote->mem_type == HIXL_MEM_HOST)) {
-        plan->any_lib |= (s->remote->path != HIXL_RPATH_UCX);
-        return HIXL_SUCCESS;
-    }
-    /* device memory on either side: some path must carry it, or the
-     * whole transfer is refused before anything moves */
-    plan->all_host = 0;
-    return hixl_dev_route(engine, peer, i, d, s->local, s->remote, &s->path);
+    status = hixl_xfer_path_choose(engine, peer, i, d, s);
+    plan->rma_only &= (status == HIXL_SUCCESS) && (s->path == HIXL_PATH_RMA) &&
+                      (s->local->type == HIXL_MEM_HOST) &&
+                      (s->remote->mem_type == HIXL_MEM_HOST);
+    return status;
 }
 
 /* PARAM_INVALID (or UNSUPPORTED) naming the first bad descriptor; with
@@ -139,8 +126,7 @@ static hixl_status_t hixl_xfer_validate(hixl_engine_t *engine,
                           "descriptors", num_descs);
     }
     plan->slots       = x->slots;
-    plan->all_host    = 1;
-    plan->any_lib     = 0;
+    plan->rma_only    = 1;
     plan->remote_miss = 0;
     for (i = 0; i < num_descs; ++i) {
         if (descs[i].len == 0) {
@@ -158,116 +144,7 @@ static hixl_status_t hixl_xfer_validate(hixl_engine_t *engine,
 
 /* ---- posting ------------------------------------------------------------- */
 
-/* One put or get between host-reachable regions; UCX's error status, or
- * UCS_OK once posted (completion is proven by the flush that follows). */
-static ucs_status_t hixl_xfer_rma(hixl_engine_t *engine, hixl_peer_t *peer,
-                                  hixl_transfer_op_t op,
-                                  const hixl_transfer_op_desc_t *d,
-                                  const hixl_xfer_slot_t *s)
-{
-    ucp_request_param_t param;
-    ucs_status_ptr_t sp;
-
-    /* validated: both ends inside their regions */
-    hixl_assert((s->local != NULL) && (s->remote != NULL));
-    hixl_assert(d->len > 0);
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMH;
-    param.memh         = s->local->memh;
-    hixl_ucx_post_begin(&engine->progress.ucx_posting);
-    if (op == HIXL_WRITE) {
-        sp = ucp_put_nbx(peer->ep, (void*)d->local_addr, d->len,
-                         d->remote_addr, s->remote->rkey, &param);
-    } else {
-        sp = ucp_get_nbx(peer->ep, (void*)d->local_addr, d->len,
-                         d->remote_addr, s->remote->rkey, &param);
-    }
-    hixl_ucx_post_end(&engine->progress.ucx_posting);
-    if (UCS_PTR_IS_ERR(sp)) {
-        return UCS_PTR_STATUS(sp);
-    }
-    if (sp != NULL) {
-        ucp_request_free(sp);
-    }
-    hixl_chan_rma_posted(peer->chan);   /* the flush must be UCX's too */
-    return UCS_OK;
-}
-
-/* A same-host copy (ops/copier.h): in this thread for a blocking call or
- * without a progress thread, else by the engine's copier thread, counted
- * in the connection's channel so that the request's flush waits for it. */
-static ucs_status_t hixl_xfer_copy(hixl_engine_t *engine, hixl_peer_t *peer,
-                                   hixl_request_t *req,
-                                   const hixl_transfer_op_desc_t *d,
-                                   const hixl_xfer_slot_t *s, int blocking)
-{
-    const hixl_rregion_t *rr = s->remote;
-    int write                = (req->op == HIXL_WRITE);
-    pid_t pid                = 0;
-    uint64_t remote          = d->remote_addr;
-    int stream               = 0;
-    hixl_status_t status;
-
-    hixl_assert((rr->path == HIXL_RPATH_MAP) || (rr->path == HIXL_RPATH_CMA));
-    hixl_assert((rr->path != HIXL_RPATH_MAP) || (rr->mapped != NULL));
-    hixl_assert((rr->path != HIXL_RPATH_CMA) || (peer->cma_pid > 0));
-    if (rr->path == HIXL_RPATH_MAP) {
-        remote = (uint64_t)(uintptr_t)rr->mapped +
-                 (d->remote_addr - rr->range.addr);
-        /* a WRITE into a peer's KV cache sweeps it, a READ sweeps our
-         * own (util/copy.h): the destination's region decides */
-        stream = hixl_copy_sweeps(d->len, write ? rr->range.len :
-                                  s->local->range.len);
-    } else {
-        pid = peer->cma_pid;
-    }
-    status = (!blocking && hixl_copier_enabled(engine)) ?
-             hixl_copier_post(engine, peer->chan, req, write, pid,
-                              (void*)(uintptr_t)d->local_addr, remote,
-                              d->len, stream) :
-             hixl_copy_now(write, pid, (void*)(uintptr_t)d->local_addr,
-                           remote, d->len, stream);
-    if (status != HIXL_SUCCESS) {
-        if (status == HIXL_NOT_CONNECTED) {
-            hixl_peer_gone(peer);
-        }
-        hixl_req_fail(req, status, "%s", hixl_error_message());
-        return UCS_ERR_IO_ERROR;
-    }
-    return UCS_OK;
-}
-
-static void hixl_xfer_rma_failed(hixl_request_t *req, size_t i,
-                                 ucs_status_t ustatus)
-{
-    hixl_req_fail(req, HIXL_FAILED, "descriptor %zu: %s failed: %s", i,
-                  (req->op == HIXL_WRITE) ? "ucp_put_nbx" : "ucp_get_nbx",
-                  ucs_status_string(ustatus));
-}
-
-/* A host descriptor of a request: a UCX put or get, a kernel copy, or the
- * library's messages, as the remote region asks (ops/memory.c). */
-static ucs_status_t hixl_xfer_host(hixl_engine_t *engine, hixl_peer_t *peer,
-                                   hixl_request_t *req,
-                                   const hixl_transfer_op_desc_t *d,
-                                   const hixl_xfer_slot_t *s, int blocking)
-{
-    if (s->remote->path == HIXL_RPATH_UCX) {
-        return hixl_xfer_rma(engine, peer, req->op, d, s);
-    }
-    if ((s->remote->path == HIXL_RPATH_CMA) ||
-        (s->remote->path == HIXL_RPATH_MAP)) {
-        return hixl_xfer_copy(engine, peer, req, d, s, blocking);
-    }
-    if (req->op == HIXL_WRITE) {
-        return hixl_am_write(engine, peer->chan, req,
-                             (const void*)d->local_addr, d->remote_addr,
-                             d->len);
-    }
-    return hixl_am_read(engine, peer->chan, req, (void*)d->local_addr,
-                        d->remote_addr, d->len);
-}
-
-/* Post every descriptor of a plan (device ones through device/).  The
+/* Post every descriptor of a plan by its path (ops/xfer_path.h).  The
  * first failure is recorded in req and the rest is not posted; what was
  * posted is still flushed before the request ends. */
 static void hixl_xfer_post(hixl_engine_t *engine, hixl_peer_t *peer,
@@ -276,31 +153,27 @@ static void hixl_xfer_post(hixl_engine_t *engine, hixl_peer_t *peer,
                            size_t num_descs, const hixl_xfer_plan_t *plan,
                            int blocking)
 {
-    hixl_dev_unit_t *unit = NULL;
-    ucs_status_t ustatus;
+    hixl_xfer_ctx_t x = {engine, peer, req, blocking, NULL};
+    unsigned used     = 0;
+    const hixl_xfer_slot_t *s;
     size_t i;
+    int p;
 
     for (i = 0; i < num_descs; ++i) {
-        if (plan->slots[i].local == NULL) {
+        s = &plan->slots[i];
+        if (s->local == NULL) {
             continue;
         }
-        if (plan->slots[i].path != HIXL_PATH_UCX) {
-            if (hixl_dev_post(engine, peer, req, &unit, i, &descs[i],
-                              plan->slots[i].local, plan->slots[i].remote,
-                              plan->slots[i].path) < 0) {
-                break;
-            }
-            continue;
-        }
-        ustatus = hixl_xfer_host(engine, peer, req, &descs[i],
-                                 &plan->slots[i], blocking);
-        if (ustatus != UCS_OK) {
-            hixl_xfer_rma_failed(req, i, ustatus);
+        hixl_assert(s->path < HIXL_PATH_COUNT);
+        used |= 1u << s->path;
+        if (hixl_paths[s->path].post(&x, i, &descs[i], s) != UCS_OK) {
             break;
         }
     }
-    if (unit != NULL) {
-        hixl_dev_submit(engine, unit);   /* the request waits for it */
+    for (p = 0; p < HIXL_PATH_COUNT; ++p) {   /* what was posted goes */
+        if ((used & (1u << p)) && (hixl_paths[p].submit != NULL)) {
+            hixl_paths[p].submit(&x);
+        }
     }
 }
 
@@ -476,7 +349,7 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
     hixl_status_t status;
     ucs_status_t ustatus = UCS_OK;
     size_t failed_at = 0;
-    int flushed;
+    int flushed, fast;
 
     hixl_assert_locked(&engine->lock);
     if ((args != NULL) && (args->field_mask & HIXL_TRANSFER_ARG_TIMEOUT)) {
@@ -511,7 +384,8 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
      * counts only after, and only if it is still in flight: until this
      * returns, engine->lock keeps the peer alive, and our own hold keeps
      * any completion from dropping those counts before we took them. */
-    if (plan.all_host && !plan.any_lib && (notify == NULL)) {
+    fast = plan.rma_only && (notify == NULL);
+    if (fast) {
         /* The puts go out first, and the request (available, checked
          * above; we are its only taker) is filled in after them, off the
          * path a waiting peer sees. */
@@ -538,7 +412,7 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
     req->peer = peer;
     if (ustatus != UCS_OK) {
         hixl_xfer_rma_failed(req, failed_at, ustatus);
-    } else if (!plan.all_host || plan.any_lib || (notify != NULL)) {
+    } else if (!fast) {
         hixl_xfer_post(engine, peer, req, descs, num_descs, &plan, blocking);
     }
     /* what was posted is flushed, after a failure too: it must be done
