@@ -30,6 +30,7 @@ hixl_status_t hixl_rtable_insert(hixl_rtable_t *t, hixl_rregion_t *rr,
         return status;
     }
     t->count++;
+    hixl_assert(t->count == t->idx.count);   /* every region indexed once */
     return HIXL_SUCCESS;
 }
 

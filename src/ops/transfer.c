@@ -196,6 +196,7 @@ static ucs_status_t hixl_xfer_post_host(hixl_engine_t *engine,
         if (plan->slots[i].local == NULL) {
             continue;
         }
+        hixl_assert(plan->slots[i].path == HIXL_PATH_RMA);   /* rma_only */
         ustatus = hixl_xfer_rma(engine, peer, op, &descs[i],
                                 &plan->slots[i]);
         if (ustatus != UCS_OK) {

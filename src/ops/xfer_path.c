@@ -61,6 +61,7 @@ hixl_status_t hixl_xfer_path_choose(hixl_engine_t *engine, hixl_peer_t *peer,
                                     hixl_xfer_slot_t *s)
 {
     hixl_assert_locked(&engine->lock);
+    hixl_assert((s->local != NULL) && (s->remote != NULL));   /* resolved */
     if ((s->local->type == HIXL_MEM_HOST) &&
         (s->remote->mem_type == HIXL_MEM_HOST)) {
         s->path = s->remote->path;   /* chosen when it was announced */
@@ -119,8 +120,10 @@ static ucs_status_t hixl_path_rma_post(hixl_xfer_ctx_t *x, size_t i,
                                        const hixl_transfer_op_desc_t *d,
                                        const hixl_xfer_slot_t *s)
 {
-    ucs_status_t ustatus = hixl_xfer_rma(x->engine, x->peer, x->req->op, d,
-                                         s);
+    ucs_status_t ustatus;
+
+    hixl_assert(s->path == HIXL_PATH_RMA);
+    ustatus = hixl_xfer_rma(x->engine, x->peer, x->req->op, d, s);
 
     if (ustatus != UCS_OK) {
         hixl_xfer_rma_failed(x->req, i, ustatus);
@@ -184,6 +187,7 @@ static ucs_status_t hixl_path_am_post(hixl_xfer_ctx_t *x, size_t i,
 {
     ucs_status_t ustatus;
 
+    hixl_assert((s->path == HIXL_PATH_AM) && (x->peer->chan != NULL));
     if (x->req->op == HIXL_WRITE) {
         ustatus = hixl_am_write(x->engine, x->peer->chan, x->req,
                                 (const void*)d->local_addr, d->remote_addr,
@@ -207,6 +211,7 @@ static ucs_status_t hixl_path_dev_post(hixl_xfer_ctx_t *x, size_t i,
                                        const hixl_transfer_op_desc_t *d,
                                        const hixl_xfer_slot_t *s)
 {
+    hixl_assert((s->path == HIXL_PATH_IPC) || (s->path == HIXL_PATH_STAGE));
     /* the request holds the reason when it fails */
     return (hixl_dev_post(x->engine, x->peer, x->req, &x->unit, i, d,
                           s->local, s->remote, s->path) < 0) ?
