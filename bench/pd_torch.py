@@ -172,16 +172,54 @@ def parse(argv):
     return args
 
 
+# Debian's interpreter, the one python3-torch installs into
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+def has_torch(python):
+    """Whether `python` can import torch (quietly, in a child)."""
+    try:
+        return subprocess.run([python, "-c", "import torch"],
+                              stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL,
+                              timeout=120).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def need_torch(argv):
+    """Return when this interpreter has torch; else run again with Debian's
+    python3 when that one has it (the script's first line may name
+    another python3 found on PATH at build time: a pyenv shim, a venv),
+    else say which interpreter lacks it and exit 77."""
+    try:
+        import torch  # noqa: F401
+        return
+    except ImportError:
+        pass
+    # a venv's python3 may be Debian's binary under another prefix: the
+    # path, not the binary, says which site-packages it sees
+    if (os.environ.get("PD_TORCH_REEXEC") is None and
+            os.path.abspath(sys.executable) != SYSTEM_PYTHON and
+            has_torch(SYSTEM_PYTHON)):
+        os.environ["PD_TORCH_REEXEC"] = sys.executable
+        print("pd_torch: %s has no PyTorch; running with %s" %
+              (sys.executable, SYSTEM_PYTHON), file=sys.stderr)
+        sys.stderr.flush()
+        os.execv(SYSTEM_PYTHON, [SYSTEM_PYTHON, os.path.abspath(__file__)] +
+                 list(argv))
+    print("pd_torch: needs PyTorch, which %s cannot import (Debian: "
+          "apt-get install python3-torch, then run pd_torch with %s; pip: "
+          "torch)" % (sys.executable, SYSTEM_PYTHON), file=sys.stderr)
+    sys.exit(77)
+
+
 def main(argv):
     args = parse(argv)
+    need_torch(argv)
     if args.role == "run":
         return run_both(args, argv)
-    try:
-        import torch
-    except ImportError:
-        print("pd_torch: needs PyTorch (Debian: apt-get install "
-              "python3-torch; pip: torch)", file=sys.stderr)
-        return 77
+    import torch
     import hixl
     from pd_torch_decode import decode_role
     from pd_torch_link import PdError

@@ -406,6 +406,10 @@ START_TEST(test_duplicate_engine_name)
     hx_expect(hixl_connect(e2, t.name, HX_OP_TIMEOUT_MS), HIXL_FAILED,
               "engine names must be unique");
     ck_assert_ptr_nonnull(strstr(hixl_last_error(), "retry after"));
+    /* the hint for client-only engines, whole */
+    ck_assert_msg(strstr(hixl_last_error(), "(\"ip:0\", "
+                         "hixl.ListenEphemeral=1)") != NULL, "%s",
+                  hixl_last_error());
     /* after the first one leaves, the name is free again */
     hx_ok(hixl_finalize(e));
     {

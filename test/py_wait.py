@@ -168,6 +168,14 @@ async def aio_part(h, c, pre, kv_addr, pre_info):
         c.true(False, "wait_notifies_async(0.2) returned")
     except asyncio.TimeoutError:
         pass
+    # an error is named after the awaitable the caller awaited
+    try:
+        await h.wait_layer_async(pre_info["name"], 1 << 30, 1, 0,
+                                 timeout=OP_S)
+        c.true(False, "wait_layer_async of stream 2**30 returned")
+    except hixl.HixlError as e:
+        c.true(e.method == "wait_layer_async",
+               "wait_layer_async raised as %r" % e.method)
 
 
 def blocking_part(h, c, pre, kv_addr, pre_info):

@@ -102,9 +102,18 @@ class _Reactor:
         self.waiters = []
 
 
-def _raise(method: str, status: int) -> None:
+def _raise(method: str, status: int, message: Optional[str] = None) -> None:
     cls = HixlTimeoutError if status == TIMEOUT else HixlError
-    raise cls(method, status, last_error())
+    raise cls(method, status, last_error() if message is None else message)
+
+
+def _named(method: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """fn(*args), an error it raises (raise_on_error) named after method:
+    the awaitable the caller awaited, not the call inside it."""
+    try:
+        return fn(*args)
+    except HixlError as e:
+        _raise(method, e.status, e.message)
 
 
 class AioMixin:
@@ -151,7 +160,8 @@ class AioMixin:
         FAILED (HixlTimeoutError: its own deadline passed), TimeoutError
         after `timeout` seconds (the request then stays valid)."""
         def check() -> Tuple[bool, Any]:
-            status, st = self.get_transfer_status(req)
+            status, st = _named("wait_transfer_async",
+                                self.get_transfer_status, req)
             if status != SUCCESS:
                 _raise("wait_transfer_async", status)
             if st == TransferStatus.WAITING:
@@ -169,8 +179,8 @@ class AioMixin:
         HixlError when superseded or the source disconnected, TimeoutError
         after `timeout` seconds."""
         def check() -> Tuple[bool, Any]:
-            status, ready = self.test_layer(source_engine, stream, generation,
-                                            layer)
+            status, ready = _named("wait_layer_async", self.test_layer,
+                                   source_engine, stream, generation, layer)
             if status != SUCCESS:
                 _raise("wait_layer_async", status)
             return ready, None
@@ -181,7 +191,7 @@ class AioMixin:
         """Await at least one notify -> [NotifyDesc]; TimeoutError after
         `timeout` seconds."""
         def check() -> Tuple[bool, Any]:
-            status, got = self.get_notifies()
+            status, got = _named("wait_notifies_async", self.get_notifies)
             if status != SUCCESS:
                 _raise("wait_notifies_async", status)
             return bool(got), got

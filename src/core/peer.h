@@ -26,6 +26,7 @@
 
 #include "core/ep_flush.h"
 #include "core/rtable.h"
+#include "util/log.h"
 #include "wire/ctrl_conn.h"
 
 #include <hixl/hixl.h>
@@ -74,7 +75,7 @@ struct hixl_peer {
     hixl_peer_state_t     state;
     hixl_status_t         close_status;
     hixl_peer_end_t       end;          /* set before hixl_peer_close */
-    char                  close_reason[256];
+    char                  close_reason[HIXL_ERROR_MSG_MAX];
     char                  name[HIXL_ENGINE_NAME_MAX + 1];   /* canonical */
     char                  alias[HIXL_ENGINE_NAME_MAX + 1];  /* as connected */
     uint64_t              remote_instance;  /* accepted: which engine is behind

@@ -59,7 +59,7 @@ static int hixl_disconnect_drained(void *arg)
 static hixl_status_t hixl_disconnect_ended(hixl_engine_t *engine,
                                            const char *remote)
 {
-    char reason[256];
+    char reason[HIXL_ERROR_MSG_MAX];
 
     if (hixl_ended_acknowledge(&engine->ctrl->ended, remote, reason,
                                sizeof(reason))) {

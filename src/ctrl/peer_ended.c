@@ -16,7 +16,7 @@ struct hixl_ended {
     struct hixl_ended *next;          /* newest first */
     char               name[HIXL_ENGINE_NAME_MAX + 1];   /* canonical */
     char               alias[HIXL_ENGINE_NAME_MAX + 1];  /* as connected */
-    char               reason[256];
+    char               reason[HIXL_ERROR_MSG_MAX];
     int                outgoing;
     int                owed;          /* hixl_disconnect() still succeeds */
     int                has_resume;

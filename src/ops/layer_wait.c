@@ -48,7 +48,7 @@ typedef struct hixl_layer_source {
     uint64_t  epoch;
     uint64_t  conn;          /* serial of its live connection, 0: none */
     uint64_t  ended;         /* its connection ended, in order; 0: live */
-    char      closed_reason[256];
+    char      closed_reason[HIXL_ERROR_MSG_MAX];
     uint64_t *gen;           /* per stream: generation + 1, 0: none; NULL
                                 until its first signal */
     uint64_t *bits;          /* per stream: layers signalled */
