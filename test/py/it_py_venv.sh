@@ -12,7 +12,7 @@
 # SKIP (77) with the reason when venv, numpy, setuptools >= 61 or wheel are
 # missing (quickstart.sh installs python3-venv python3-numpy
 # python3-setuptools python3-wheel).
-srcdir=${srcdir:-$(dirname "$0")}
+srcdir=${srcdir:-$(dirname "$0")/..}
 srcdir=$(cd "$srcdir" && pwd)
 PYTHON=${PYTHON:-python3}
 command -v "$PYTHON" >/dev/null 2>&1 ||
@@ -107,7 +107,7 @@ else
     echo "note: no pkg-config: its search is not tested"
 fi
 
-cp "$srcdir/py_venv_pair.py" "$tmp/"
+cp "$srcdir/py/py_venv_pair.py" "$tmp/"
 out=$("$py" "$tmp/py_venv_pair.py" api 2>&1)
 case $out in
     *'"ok": true'*) echo "PASS: buffers, data_ptr objects, argument checks, exceptions mode" ;;

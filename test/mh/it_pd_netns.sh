@@ -17,14 +17,14 @@
 # name carries this process's pid; addresses live only on the veth inside
 # the namespaces; everything is deleted on exit, also on failure.
 set -u
-srcdir=${srcdir:-$(dirname "$0")}
+srcdir=${srcdir:-$(dirname "$0")/..}
 builddir=$(pwd)
 pd=$builddir/../bench/pd_pipeline
 [ -x "$pd" ] || { echo "SKIP: no $pd (make builds bench/ first)"; exit 77; }
 port=16000
 ns_tag=hxpd
 ns_net=10.77.0
-. "$srcdir/netns_pair.sh"
+. "$srcdir/mh/netns_pair.sh"
 
 # A small cache (8 layers of 1 MiB in 32 KiB blocks): the point is the
 # exchange and the verification across hosts, not the speed.

@@ -7,7 +7,7 @@
  * (the sanitized CI build runs this); inconsistent layouts are refused
  * with a reason.  Plain C, no Check: exit 0 passes, 1 fails.
  */
-#include "pd_msg.c"   /* the codec itself, one translation unit */
+#include "bench/pd_msg.c"   /* the codec itself, one translation unit */
 
 #include <stdio.h>
 

@@ -110,7 +110,7 @@ def header_functions(include_dir):
 
 def main():
     include_dir = os.environ.get("HIXL_INCLUDE_DIR") or os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "..", "include")
+        os.path.dirname(os.path.abspath(__file__)), "..", "..", "include")
     errors = []
     c = compile_and_run(include_dir)
     for cname, (size, fields) in _ctypes.struct_layouts().items():

@@ -9,7 +9,7 @@
 #   HIXL_UCX_LIB         the libhixl-ucx.so.0 under test
 #   HIXL_UCX_PYTHONPATH  the directory holding hixl_ucx/
 # Exits 77 (skipped) without a Python interpreter.
-srcdir=${srcdir:-$(dirname "$0")}
+srcdir=${srcdir:-$(dirname "$0")/..}
 PYTHON=${PYTHON:-python3}
 if ! command -v "$PYTHON" >/dev/null 2>&1; then
     echo "SKIP: no Python interpreter ($PYTHON)"

@@ -80,7 +80,7 @@ int main(int argc, char **argv)
     int i;
 
     if (argc < 2) {
-        snprintf(def, sizeof(def), "%s/corpus/" FUZZ_CORPUS,
+        snprintf(def, sizeof(def), "%s/fuzz/corpus/" FUZZ_CORPUS,
                  getenv("srcdir") ? getenv("srcdir") : ".");
         if (replay(def, &count) != 0) {
             return 1;

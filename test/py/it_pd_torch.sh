@@ -5,7 +5,7 @@
 # reference and the first token's logits be within tolerance (pd_torch
 # exits non-zero otherwise).  SKIP (77) without Python or PyTorch.
 # Interpreter, library and package: py_env.sh (exit 77 without Python).
-. "${srcdir:-$(dirname "$0")}/py_env.sh"
+. "${srcdir:-$(dirname "$0")/..}/py/py_env.sh"
 "$PYTHON" -c "import torch" >/dev/null 2>&1 ||
     { echo "SKIP: $PYTHON cannot import torch (Debian: apt-get install python3-torch)"; exit 77; }
 command -v timeout >/dev/null 2>&1 || { echo "SKIP: no timeout (coreutils)"; exit 77; }

@@ -24,7 +24,7 @@
 # HIXL_LDFLAGS (a sanitized build's -fsanitize=...: programs linking the
 # library need it too).
 set -u
-srcdir=${srcdir:-$(dirname "$0")}
+srcdir=${srcdir:-$(dirname "$0")/..}
 srcdir=$(cd "$srcdir" && pwd)
 : "${HIXL_PREFIX:?}" "${HIXL_LIBDIR:?}" "${HIXL_INCLUDEDIR:?}"
 CC=${CC:-cc}

@@ -13,14 +13,14 @@
 # (tests never assert on speed) but prints both roles' reports.
 set -u
 # Interpreter, library and package: py_env.sh (exit 77 without Python).
-. "${srcdir:-$(dirname "$0")}/py_env.sh"
+. "${srcdir:-$(dirname "$0")/..}/py/py_env.sh"
 pd="$srcdir/../bench/pd_torch.py"
 "$PYTHON" -c "import torch" >/dev/null 2>&1 ||
     { echo "SKIP: $PYTHON cannot import torch (Debian: apt-get install python3-torch)"; exit 77; }
 port=16100
 ns_tag=hxt
 ns_net=10.78.0
-. "$srcdir/netns_pair.sh"
+. "$srcdir/mh/netns_pair.sh"
 
 # small and quick; PD_TORCH_SHAPE replaces it to measure (e.g. "--layers
 # 12", pd_torch's default model)
