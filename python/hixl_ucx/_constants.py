@@ -2,7 +2,7 @@
 """hixl's constants, with CANN hixl's names and numbers.
 
 Statuses are plain ints (hixl's Python binding returns them so); the
-enums are IntEnums in the C header's order.  test/py_layout.py compares
+enums are IntEnums in the C header's order.  test/py/py_layout.py compares
 every number here with <hixl/hixl.h>.
 """
 

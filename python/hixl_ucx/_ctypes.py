@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """The C structures of <hixl/hixl.h> as ctypes structures.
 
-Field names are the C names, so that test/py_layout.py can print the C
+Field names are the C names, so that test/py/py_layout.py can print the C
 compiler's sizeof/offsetof of every field listed here and compare them with
 ctypes': the layouts cannot drift from the header unnoticed.
 """

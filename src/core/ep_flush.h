@@ -40,7 +40,7 @@
  * callback.
  *
  * The flush itself is a function pointer, so the service is unit-tested
- * without UCX (test/unit_ep_flush.c).
+ * without UCX (test/unit/ep_flush.c).
  */
 #ifndef HIXL_CORE_EP_FLUSH_H_
 #define HIXL_CORE_EP_FLUSH_H_

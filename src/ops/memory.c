@@ -617,7 +617,7 @@ static int hixl_on_mem_add(hixl_engine_t *engine, hixl_peer_t *peer,
     }
     rr->path = hixl_xfer_path_of_region(engine, peer, rr);
     /* which path a peer's region takes is otherwise invisible: the rma
-     * variants of the tests look for this line (test/rma_path.sh) */
+     * variants of the tests look for this line (test/it/rma_path.sh) */
     hixl_log_debug("%s: region [0x%" PRIx64 ", +%" PRIu64 ") by path %s",
                    peer->name, addr, len, hixl_paths[rr->path].name);
     if ((rr->mapped != NULL) &&
