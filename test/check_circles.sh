@@ -13,19 +13,9 @@
 # them.
 #
 # Skipped (77) without nm or without the static library (--disable-static).
-libs="${HIXL_TOP_BUILDDIR:-$(pwd)/..}/src/.libs"
-nm_cmd=${NM:-nm}
+srcdir=${srcdir:-$(dirname "$0")}
 max=${HIXL_CIRCLE_MAX:-2}
-
-set -- $nm_cmd
-if ! command -v "$1" >/dev/null 2>&1; then
-    echo "SKIP: no nm ($nm_cmd)"
-    exit 77
-fi
-if [ ! -f "$libs/libhixl-ucx.a" ]; then
-    echo "SKIP: no static library in $libs (built with --disable-static?)"
-    exit 77
-fi
+. "$srcdir/static_lib.sh"
 
 # "member type symbol" for every global definition and undefined use;
 # members are named after their source file (libtool's lib<name>_la-

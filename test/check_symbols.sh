@@ -13,18 +13,7 @@
 # Skipped (77) without nm or without the static library (--disable-static).
 srcdir=${srcdir:-$(dirname "$0")}
 include="$srcdir/../include"
-libs="${HIXL_TOP_BUILDDIR:-$(pwd)/..}/src/.libs"
-nm_cmd=${NM:-nm}
-
-set -- $nm_cmd
-if ! command -v "$1" >/dev/null 2>&1; then
-    echo "SKIP: no nm ($nm_cmd)"
-    exit 77
-fi
-if [ ! -f "$libs/libhixl-ucx.a" ]; then
-    echo "SKIP: no static library in $libs (built with --disable-static?)"
-    exit 77
-fi
+. "$srcdir/static_lib.sh"
 
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT

@@ -108,6 +108,13 @@ static hixl_status_t hixl_engine_worker(hixl_engine_t *engine,
  * UCX_KEEPALIVE_INTERVAL=1s for deployments that lose many same-host
  * peers and have no partitions to heal.
  *
+ * KEEPALIVE_NUM_EPS inf (unless UCX_KEEPALIVE_NUM_EPS is set): UCX checks
+ * at most that many endpoints per round (128 by default), so a listener
+ * that loses same-host peers without a goodbye faster than 128 a round
+ * keeps a growing backlog of their endpoints and mappings, released only
+ * once the deaths slow down.  Checking every endpoint each round bounds
+ * what a dead peer holds to one round.
+ *
  * TCP_TX_SEG_SIZE 64k (unless UCX_TCP_TX_SEG_SIZE or UCX_TCP_RX_SEG_SIZE
  * is set): the library's messages are sent by copy, never zero-copy
  * (core/am.c says why), and over tcp a copied message goes in
@@ -127,6 +134,9 @@ static void hixl_engine_ucx_config(hixl_engine_t *engine, ucp_config_t *config)
     }
     if (getenv("UCX_ADAPTIVE_PROGRESS") == NULL) {
         ucp_config_modify(config, "ADAPTIVE_PROGRESS", "n");
+    }
+    if (getenv("UCX_KEEPALIVE_NUM_EPS") == NULL) {
+        ucp_config_modify(config, "KEEPALIVE_NUM_EPS", "inf");
     }
     /* a transport setting reaches UCX's transports by its bare name (only
      * tcp has this one); where tcp is not used UCX would call it invalid */
