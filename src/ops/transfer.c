@@ -4,12 +4,13 @@
  *
  * A transfer is: every descriptor resolved once against the local region
  * table and the peer's remote table, and its path chosen (nothing is
- * posted if one is bad); then one ucp_put_nbx / ucp_get_nbx per host
- * descriptor with the region's memh and the cached rkey (device ones go to
- * device/: IPC copy or staging); then the request joins its endpoint's
- * flush group, whose flush proves every byte reached its destination.  The
- * request completes on that flush (and on its device work), so COMPLETED
- * means "visible at the destination", not merely "sent".
+ * posted if one is bad); then each posted by its path (ops/xfer_path.h:
+ * a UCX put or get with the region's memh and the cached rkey, a
+ * same-host copy, the library's messages, device work); then the request
+ * joins its endpoint's flush group, whose flush proves every byte reached
+ * its destination.  The request completes on that flush (and on its
+ * device work), so COMPLETED means "visible at the destination", not
+ * merely "sent".
  *
  * Per descriptor the hot path does one lookup per side (usually the
  * index's hint) and one UCX call: no allocation, no lock, no system call
@@ -24,7 +25,6 @@
 #include "util/args.h"
 #include "util/array.h"
 #include "util/clock.h"
-#include "util/copy.h"
 #include "util/debug.h"
 #include "util/log.h"
 
