@@ -115,6 +115,10 @@ void hixl_peer_retain(hixl_peer_t *peer)
     (void)before;
 }
 
+/* What a peer marked gone is refused and closed with. */
+static const char hixl_peer_gone_why[] = "its process is gone (the kernel "
+                                         "said so to a same-host copy)";
+
 void hixl_peer_gone(hixl_peer_t *peer)
 {
     if (atomic_exchange(&peer->gone, 1) == 0) {
@@ -290,8 +294,8 @@ hixl_status_t hixl_peer_lookup(hixl_engine_t *engine, const char *remote,
                           "progress", remote);
     }
     if (atomic_load(&peer->gone)) {
-        return hixl_error(HIXL_NOT_CONNECTED, "%s: its process is gone (the "
-                          "kernel said so to a same-host copy)", remote);
+        return hixl_error(HIXL_NOT_CONNECTED, "%s: %s", remote,
+                          hixl_peer_gone_why);
     }
     *peer_p = peer;
     return HIXL_SUCCESS;
@@ -313,9 +317,8 @@ static void hixl_peers_reap_errors(hixl_engine_t *engine, uint64_t now_ns)
                             "from UCX: %s", ucs_status_string(err));
         } else if (atomic_load(&peer->gone)) {
             hixl_log_warn("peer %s: its process is gone", peer->name);
-            hixl_peer_close(engine, peer, HIXL_NOT_CONNECTED, "its process "
-                            "is gone (the kernel said so to a same-host "
-                            "copy)");
+            hixl_peer_close(engine, peer, HIXL_NOT_CONNECTED, "%s",
+                            hixl_peer_gone_why);
         } else if ((peer->rtab.dead != NULL) &&
                    (atomic_load(&peer->inflight) == 0)) {
             hixl_rtable_reap(engine, &peer->rtab);
