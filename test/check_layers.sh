@@ -2,7 +2,13 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # make check: the layers of src/ include only layers below them.
 #
-#   util < wire < core < ctrl < device < ops < compat
+#   util < wire < core/worker < core/am < core/peer < core/xfer < core
+#        < ctrl < device < ops < compat
+#
+# (the rooms of core/ and what each holds: layer_order.sh).  One
+# exception: every room includes core/engine.h, the engine object whose
+# fields are the rooms' state; the calls between rooms are checked by
+# check_circles.sh, which reads the objects.
 #
 # A file includes "layer/header.h" of its own layer or one below, or a
 # header of its own folder by its bare name.  The compatibility surfaces
@@ -12,16 +18,7 @@
 # layers over the public API, not over the inside.  Prints every violation.
 srcdir=${srcdir:-$(dirname "$0")}
 src="$srcdir/../src"
-order="util wire core ctrl device ops compat"
-
-rank() {
-    r=0
-    for l in $order; do
-        [ "$l" = "$1" ] && { echo $r; return; }
-        r=$((r + 1))
-    done
-    echo -1
-}
+. "$srcdir/layer_order.sh"
 
 bad=0
 for dir in $order; do
@@ -46,8 +43,14 @@ for dir in $order; do
                 continue
             fi
             case "$inc" in
+            core/engine.h)
+                # the engine object: any room of core and anything above
+                case "$dir" in
+                util|wire) echo "src/$dir/$name includes \"$inc\": core is above $dir"; bad=1 ;;
+                esac
+                ;;
             */*)
-                layer=${inc%%/*}
+                layer=$(layer_of "$inc")
                 r=$(rank "$layer")
                 if [ "$r" -lt 0 ]; then
                     echo "src/$dir/$name includes \"$inc\": not a layer of src/"
@@ -67,9 +70,15 @@ for dir in $order; do
         done
     done
 done
-# nothing may sit in src/ outside the layers
+# nothing may sit in src/ outside the layers, nor in a folder of core/
+# that is not one of its rooms
 for f in "$src"/*.c "$src"/*.h; do
     [ -f "$f" ] && { echo "src/$(basename "$f") is outside the layer folders"; bad=1; }
+done
+for d in "$src"/core/*/; do
+    [ -d "$d" ] || continue
+    [ "$(rank "core/$(basename "$d")")" -ge 0 ] ||
+        { echo "src/core/$(basename "$d")/ is not a room of core known here"; bad=1; }
 done
 [ $bad = 0 ] && echo "PASS: src/ layers include only layers below them"
 exit $bad

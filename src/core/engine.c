@@ -5,9 +5,9 @@
  */
 #include "config.h"
 #include "core/engine.h"
-#include "core/am.h"
-#include "core/am_data.h"
-#include "core/ucx_tls.h"
+#include "core/am/am.h"
+#include "core/xfer/am_data.h"
+#include "core/worker/ucx_tls.h"
 #include "wire/ctrl_conn.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -117,7 +117,7 @@ static hixl_status_t hixl_engine_worker(hixl_engine_t *engine,
  *
  * TCP_TX_SEG_SIZE 64k (unless UCX_TCP_TX_SEG_SIZE or UCX_TCP_RX_SEG_SIZE
  * is set): the library's messages are sent by copy, never zero-copy
- * (core/am.c says why), and over tcp a copied message goes in
+ * (core/am/am.c says why), and over tcp a copied message goes in
  * segments of this size; UCX's default, 8 KiB, halved tcp bandwidth
  * against 64 KiB.  64 KiB is also UCX's default receive segment, so a
  * peer with UCX's defaults (an older copy of this library included)
@@ -379,7 +379,7 @@ static int hixl_drain_retired(void *arg)
 /*
  * A connection whose flush completed with nothing in flight ends as a
  * disconnect would: the listener is asked to close its end of it
- * (core/ep_retire.h).  A finalize alone is the usual way to end an engine,
+ * (core/peer/ep_retire.h).  A finalize alone is the usual way to end an engine,
  * and its process often lives on (an engine per job, a restart after an
  * error): nothing else tells a listener on the same host that the
  * connector's worker went, since UCX's keepalive there checks only that

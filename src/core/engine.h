@@ -2,10 +2,15 @@
 /*
  * The engine object: what every layer shares (identity, options, the UCX
  * context and worker, the engine lock, progress, requests, peers, local
- * regions).  Layers above keep their engine-level state behind their own
- * pointer at the end (core never looks inside) and plug into core through
- * registration: progress callbacks and socket handlers (progress.h), peer
- * hooks (peer.h), and the few functions injected below.
+ * regions).  Its fields are the state of core's rooms, bottom up worker/
+ * (UCX and progress), am/ (the active-message transport), peer/ (peers,
+ * endpoints and their end) and xfer/ (requests, regions, the WRITE/READ
+ * protocol); each room includes this header, and calls only its own room
+ * and those below (docs/layout.md).  Layers above keep their engine-level
+ * state behind their own pointer at the end (core never looks inside) and
+ * plug into core through registration: progress callbacks and socket
+ * handlers (worker/progress.h), peer hooks (peer/peer.h), and the few
+ * functions injected below.
  *
  * Locking (the order is engine->lock, then the device lock, then UCX's
  * worker lock):
@@ -20,15 +25,15 @@
 #ifndef HIXL_CORE_ENGINE_H_
 #define HIXL_CORE_ENGINE_H_
 
-#include "core/channel.h"
-#include "core/mem_table.h"
-#include "core/peer.h"
-#include "core/progress.h"
-#include "core/request.h"
-#include "core/rtable.h"
-#include "core/served.h"
-#include "core/ep_retire.h"
-#include "core/events.h"
+#include "core/peer/channel.h"
+#include "core/xfer/mem_table.h"
+#include "core/peer/peer.h"
+#include "core/worker/progress.h"
+#include "core/xfer/request.h"
+#include "core/peer/rtable.h"
+#include "core/peer/served.h"
+#include "core/peer/ep_retire.h"
+#include "core/worker/events.h"
 #include "util/engine_name.h"
 #include "util/options.h"
 
@@ -51,7 +56,7 @@ struct hixl_engine {
 
     ucp_context_h      ucp_context;
     /* Two workers, so that UCX never pairs an endpoint this engine creates
-     * with one its peer created (core/served.h): out makes every endpoint
+     * with one its peer created (core/peer/served.h): out makes every endpoint
      * this engine initiates; in, only when the engine listens, is what
      * connectors reach (its address goes in HELLO_ACK) and never creates
      * one itself. */
@@ -75,8 +80,8 @@ struct hixl_engine {
     hixl_chan_table_t  chans;
     hixl_served_t      served;
     hixl_retires_t     retires;       /* endpoints closing (ep_retire.h) */
-    struct hixl_am_pool *am;          /* core/am.c */
-    struct hixl_am_data *am_data;     /* core/am_data.c */
+    struct hixl_am_pool *am;          /* core/am/am.c */
+    struct hixl_am_data *am_data;     /* core/xfer/am_data.c */
     atomic_uint        cancelled;     /* transfers settled at peer close */
 
     /* injected by device/: drop a remote device key's reference */

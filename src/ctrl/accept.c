@@ -193,7 +193,7 @@ static int hixl_resume_matches(const struct hixl_handshake *hs,
  * resume token this listener issued to that connection alone: it has given
  * the old connection up (it can hold only one to us), so the new one
  * replaces it, and the old one is closed first, endpoint included, so that
- * nothing it still sends can land (core/served.h).  The same goes when the
+ * nothing it still sends can land (core/peer/served.h).  The same goes when the
  * old connection is dead.  Anyone else under the same name while the old
  * connection lives is refused, saying when the old one would be given up if
  * it is silent.  Returns 1 when peer was refused; *instance_p is the

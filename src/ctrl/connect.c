@@ -6,9 +6,9 @@
  */
 #include "config.h"
 #include "ctrl/ctrl.h"
-#include "core/am_data.h"
-#include "core/cma.h"
-#include "core/ucx_tls.h"
+#include "core/xfer/am_data.h"
+#include "core/peer/cma.h"
+#include "core/worker/ucx_tls.h"
 #include "util/args.h"
 #include "util/clock.h"
 #include "util/debug.h"
@@ -83,7 +83,7 @@ static int hixl_check_proof(hixl_engine_t *engine, hixl_peer_t *peer,
 }
 
 /* Whether this engine may copy straight into the listener's memory
- * (core/cma.h): same host, a transport list that allows it, and the pid it
+ * (core/peer/cma.h): same host, a transport list that allows it, and the pid it
  * gave really is the listener. */
 static void hixl_connect_cma(hixl_engine_t *engine, hixl_peer_t *peer,
                              const hixl_msg_t *msg)
@@ -171,7 +171,7 @@ static int hixl_on_table_end(hixl_engine_t *engine, hixl_peer_t *peer,
     return 0;
 }
 
-/* The listener's answer to a library WRITE (core/am_data.h). */
+/* The listener's answer to a library WRITE (core/xfer/am_data.h). */
 static int hixl_on_data_ack(hixl_engine_t *engine, hixl_peer_t *peer,
                             const hixl_msg_t *msg)
 {
@@ -220,7 +220,7 @@ static int hixl_bind_over(void *arg)
 }
 
 /* Wait for BIND_ACK: the listener owns the endpoint UCX made for this
- * connection (core/served.h), and the answer came back through UCX, so its
+ * connection (core/peer/served.h), and the answer came back through UCX, so its
  * lanes are wired up both ways: transfers start on a connected endpoint,
  * and a peer that dies meets an idle endpoint, not a wire-up in progress
  * (UCX 1.13 asserts on some wire-up messages from a vanished peer).

@@ -119,7 +119,7 @@ hixl_status_t hixl_disconnect(hixl_engine_t *engine, const char *remote_engine,
     hixl_peer_close(engine, peer, HIXL_NOT_CONNECTED,
                     "disconnected by the application");
     /* the other side closes its endpoint of it, then ours goes
-     * (core/ep_retire.h); what is left of the timeout bounds the wait */
+     * (core/peer/ep_retire.h); what is left of the timeout bounds the wait */
     if (peer->retire_id != 0) {
         hixl_engine_wait_busy(engine, deadline, hixl_disconnect_unbound,
                               &wait);

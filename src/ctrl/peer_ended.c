@@ -5,7 +5,7 @@
 #include "config.h"
 #include "ctrl/peer_ended.h"
 
-#include "core/peer.h"
+#include "core/peer/peer.h"
 #include "util/engine_name.h"
 
 #include <stdio.h>

@@ -18,7 +18,7 @@
 #ifndef HIXL_PEER_ENDED_H_
 #define HIXL_PEER_ENDED_H_
 
-#include "core/peer.h"
+#include "core/peer/peer.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -7,7 +7,7 @@
 #ifndef HIXL_DEVICE_DEVICE_PATH_H_
 #define HIXL_DEVICE_DEVICE_PATH_H_
 
-#include "core/path.h"
+#include "core/peer/path.h"
 #include "device/device_mem.h"
 
 /* Which path moves descriptor i between device memory and another region

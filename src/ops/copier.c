@@ -4,10 +4,10 @@
  */
 #include "config.h"
 #include "ops/copier.h"
-#include "core/channel.h"
-#include "core/cma.h"
+#include "core/peer/channel.h"
+#include "core/peer/cma.h"
 #include "core/engine.h"
-#include "core/request.h"
+#include "core/xfer/request.h"
 #include "util/copy.h"
 #include "util/debug.h"
 #include "util/log.h"

@@ -15,7 +15,7 @@
  * than the threads that want them (a fan-in of many engines).
  *
  * A queued copy counts as an operation of its connection's channel, in the
- * current epoch slot (core/channel.h): every flush of the connection (the
+ * current epoch slot (core/peer/channel.h): every flush of the connection (the
  * transfer's own, a layer signal's, the barrier a revocation waits for)
  * waits until it is done.  The thread copies in chunks and looks at the
  * channel between them: once the connection is closed it stops, and the

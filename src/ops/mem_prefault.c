@@ -5,7 +5,7 @@
 #include "config.h"
 #include "ops/mem_prefault.h"
 #include "core/engine.h"
-#include "core/mem_table.h"
+#include "core/xfer/mem_table.h"
 #include "util/clock.h"
 #include "util/debug.h"
 #include "util/log.h"

@@ -21,7 +21,7 @@
 #include "ops/memory.h"
 #include "ops/mem_prefault.h"
 #include "ops/xfer_path.h"
-#include "core/ucx_tls.h"
+#include "core/worker/ucx_tls.h"
 #include "ctrl/dispatch.h"
 #include "device/device_mem.h"
 #include "util/clock.h"

@@ -4,7 +4,7 @@
  * notify is queued.  Queuing a notify broadcasts engine->cond under
  * engine->lock (ops/notify.c), so with a progress thread the waiter sleeps
  * on it without slices; without one it progresses the engine and sleeps in
- * epoll between events (core/progress.h).
+ * epoll between events (core/worker/progress.h).
  */
 #include "config.h"
 #include "ops/notify.h"

@@ -2,10 +2,10 @@
 /*
  * Completion without polling, for transfers: hixl_wait_transfers (a
  * thread blocks on a set of requests), and the engine's event fd with
- * hixl_arm (an epoll loop or asyncio waits on it; core/events.h).
+ * hixl_arm (an epoll loop or asyncio waits on it; core/worker/events.h).
  *
  * A waiter sleeps on the request pool's condition variable, which every
- * completion broadcasts while someone sleeps (core/request.c); without a
+ * completion broadcasts while someone sleeps (core/xfer/request.c); without a
  * progress thread it progresses the engine itself and sleeps in epoll
  * between events, as the thread would.  It wakes at the earliest deadline
  * of its requests too, so a request's own TIMEOUT is reported on time.

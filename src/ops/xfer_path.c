@@ -6,8 +6,8 @@
 #include "config.h"
 #include "ops/xfer_path.h"
 #include "ops/copier.h"
-#include "core/am_data.h"
-#include "core/ucx_tls.h"
+#include "core/xfer/am_data.h"
+#include "core/worker/ucx_tls.h"
 #include "device/device_path.h"
 #include "util/copy.h"
 #include "util/debug.h"
@@ -18,14 +18,14 @@
 /* ---- choosing ---------------------------------------------------------------- */
 
 /*
- * How transfers reach a remote host region (core/am_data.h): UCX puts and
+ * How transfers reach a remote host region (core/xfer/am_data.h): UCX puts and
  * gets where it has RDMA lanes; a plain memcpy where UCX maps the memory
  * here (ucp_rkey_ptr: shared memory it allocated; what UCX's own put would
  * do, but the library can do it off the caller's thread: ops/copier.h).
  * Elsewhere UCX would emulate puts with messages, whose handler aborts the
  * target when this engine dies (tcp) or which fill a shared-memory queue
  * that a death can block for good (memory UCX did not allocate): kernel
- * copies to a process of this host that allows them (core/cma.h), else
+ * copies to a process of this host that allows them (core/peer/cma.h), else
  * the library's own messages.  hixl.DataPath forces one.
  */
 hixl_path_t hixl_xfer_path_of_region(hixl_engine_t *engine,

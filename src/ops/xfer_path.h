@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The path table: for each way a descriptor's bytes move (core/path.h),
+ * The path table: for each way a descriptor's bytes move (core/peer/path.h),
  * its name and how a descriptor is posted on it, and the one place that
  * chooses a descriptor's path.
  *
@@ -16,19 +16,19 @@
  *   ipc    device memory, same node             its device unit's copies
  *   stage  device memory, otherwise             its staged chunks
  *
- * The request's flush (core/ep_flush.h, through the channel) waits for
+ * The request's flush (core/peer/ep_flush.h, through the channel) waits for
  * all of them, so COMPLETED means every byte is at its destination
  * whatever the path.  Nothing is aborted path by path: a connection's end
  * stops its channel (no copy or message reads a caller's buffer after),
  * closes its flush service and endpoint (UCX's operations are cancelled)
- * and drains its device work, for every path at once (core/endpoint.c,
+ * and drains its device work, for every path at once (core/peer/endpoint.c,
  * device/device.h).
  */
 #ifndef HIXL_OPS_XFER_PATH_H_
 #define HIXL_OPS_XFER_PATH_H_
 
 #include "core/engine.h"
-#include "core/path.h"
+#include "core/peer/path.h"
 
 typedef struct hixl_dev_unit hixl_dev_unit_t;
 

@@ -24,7 +24,7 @@
 
 #define CTRL_MAGIC        0x4c584948u   /* "HIXL" read as little-endian */
 /* Any change of a message's layout, the active messages' included
- * (core/am_proto.h), changes the version: a peer of another version is
+ * (core/am/am_proto.h), changes the version: a peer of another version is
  * refused with both numbers named (ctrl/dispatch.c). */
 #define CTRL_VERSION      4
 #define CTRL_HDR_LEN      12
@@ -87,8 +87,8 @@ typedef struct hixl_msg {
             hixl_msg_bytes_t proof;        /* listener's MAC, when
                                           authenticated */
             uint64_t     conn;         /* the connection's id: BIND names it
-                                          (core/served.h) */
-            /* same-host copies (core/cma.h): the listener's process, sent
+                                          (core/peer/served.h) */
+            /* same-host copies (core/peer/cma.h): the listener's process, sent
              * only to a connector of the same host, which then asks the
              * kernel whether that process holds the other end */
             uint32_t     pid;

@@ -2,7 +2,7 @@
 /*
  * Which process holds the other end of a TCP connection of this host.
  *
- * Why: same-host kernel copies (core/cma.h) need the peer's pid, and a pid
+ * Why: same-host kernel copies (core/peer/cma.h) need the peer's pid, and a pid
  * alone proves nothing (another pid namespace, a pid reused after a death,
  * a peer that lies).  The kernel knows the answer: the socket at the other
  * end of our connection (its addresses are ours swapped) has an inode,

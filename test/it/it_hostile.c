@@ -514,7 +514,7 @@ END_TEST
 
 /* The connector's wait for a wire-up that never finishes may take at most
  * this share of one core (measured: well under 0.05 with the naps of
- * core/idle_wakes.h, about 1 without them on an idle host) */
+ * core/worker/idle_wakes.h, about 1 without them on an idle host) */
 #define STALL_CPU_SHARE_MAX 0.25
 #define STALL_TIMEOUT_MS    1500
 

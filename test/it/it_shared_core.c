@@ -8,7 +8,7 @@
  * with a spinlock; a thread that waits for it while its holder is
  * preempted on the same core spins until its time slice ends.  The
  * library's threads must leave the core to the poster instead
- * (core/ucx_posting.h).
+ * (core/worker/ucx_posting.h).
  *
  * This process pins itself to one CPU before it starts an engine (every
  * thread it starts inherits the mask), then streams 3 GiB of WRITEs into

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * A flush waiter for unit tests (core/ep_flush.h) that counts its
+ * A flush waiter for unit tests (core/peer/ep_flush.h) that counts its
  * callbacks and keeps the last status.
  */
 #ifndef HIXL_TEST_EPF_COUNTED_H_
 #define HIXL_TEST_EPF_COUNTED_H_
 
-#include "core/ep_flush.h"
+#include "core/peer/ep_flush.h"
 
 #include <stdatomic.h>
 #include <string.h>

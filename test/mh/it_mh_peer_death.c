@@ -17,7 +17,7 @@
  *    Once more with the prefill reading over tcp, so the decode is the
  *    one sending large messages when its peer dies (UCX 1.13 completes a
  *    tcp am_zcopy twice when its send fails half-way, an assertion abort:
- *    the library's messages never go zero-copy, core/am.c).
+ *    the library's messages never go zero-copy, core/am/am.c).
  *  - decode killed (DECODE_KILLS runs): the prefill survives (the UCX
  *    am_zcopy abort above, on the writer's side), its writes that end
  *    after the kill end FAILED (not TIMEOUT, not COMPLETED late) within
@@ -545,7 +545,7 @@ static Suite *make_suite(void)
     tcase_add_loop_test(tc, test_prefill_killed, 0, 5);
     suite_add_tcase(s, tc);
     /* repeated: the prefill's UCX aborted in about 1 of 4 kills before
-     * the library's messages stopped going zero-copy (core/am.c) */
+     * the library's messages stopped going zero-copy (core/am/am.c) */
     tc = mh_tcase("decode_killed", 120);
     tcase_add_loop_test(tc, test_decode_killed, 0, DECODE_KILLS);
     suite_add_tcase(s, tc);

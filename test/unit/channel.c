@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Unit: what a channel counts and when its flush needs UCX's
- * (src/core/channel.c), without UCX.
+ * (src/core/peer/channel.c), without UCX.
  *
  * Messages whose answer comes on the control connection (WRITEs) make
  * every progress call of an engine without a progress thread poll those
@@ -14,8 +14,8 @@
 #include "config.h"
 #include "unit_core.h"
 #include "harness.h"
-#include "core/channel.h"
-#include "core/ep_flush.h"
+#include "core/peer/channel.h"
+#include "core/peer/ep_flush.h"
 #include "epf_counted.h"
 
 static atomic_int wanted;

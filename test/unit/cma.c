@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Unit: same-host kernel copies (src/core/cma.c) between this process and
- * a child it forks, and what UCX_TLS allows (src/core/ucx_tls.c).
+ * Unit: same-host kernel copies (src/core/peer/cma.c) between this process and
+ * a child it forks, and what UCX_TLS allows (src/core/worker/ucx_tls.c).
  *
  * The child holds a buffer and one end of a TCP connection, as a listener
  * does; the parent proves the child's identity the way a connector does
@@ -13,8 +13,8 @@
  */
 #include "config.h"
 #include "harness.h"
-#include "core/cma.h"
-#include "core/ucx_tls.h"
+#include "core/peer/cma.h"
+#include "core/worker/ucx_tls.h"
 #include "netns.h"
 
 #include <arpa/inet.h>

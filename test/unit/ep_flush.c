@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Unit: the endpoint-flush service (src/core/ep_flush.c), without UCX: the
+ * Unit: the endpoint-flush service (src/core/peer/ep_flush.c), without UCX: the
  * flush is a test function that completes at once, fails, or stays out
  * until the test completes it.  What is checked is the contract every user
  * of the service relies on: a waiter is called back only by a flush posted
@@ -9,7 +9,7 @@
  */
 #include "config.h"
 #include "harness.h"
-#include "core/ep_flush.h"
+#include "core/peer/ep_flush.h"
 #include "epf_counted.h"
 
 #include <pthread.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Unit: retiring endpoints (src/core/ep_retire.c).  Its ids first, on a
+ * Unit: retiring endpoints (src/core/peer/ep_retire.c).  Its ids first, on a
  * bare engine: id 0 (no retirement: out of memory) and an id no
  * retirement has are done, whether the list is empty or not.  Then with
  * UCX, two engines of this process over tcp: an orderly disconnect
@@ -17,9 +17,9 @@
 #include "harness.h"
 #include "unit_core.h"
 #include "core/engine.h"
-#include "core/ep_retire.h"
-#include "core/peer.h"
-#include "core/served.h"
+#include "core/peer/ep_retire.h"
+#include "core/peer/peer.h"
+#include "core/peer/served.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -9,8 +9,8 @@
 #include "config.h"
 #include "harness.h"
 #include "util/handle.h"
-#include "core/mem_table.h"
-#include "core/request.h"
+#include "core/xfer/mem_table.h"
+#include "core/xfer/request.h"
 
 #include <pthread.h>
 #include <stdlib.h>

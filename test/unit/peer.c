@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Unit: the peer table and the lifecycle hooks modules plug into it
- * (src/core/peer.c), without UCX.  Modules keep per-peer state behind
+ * (src/core/peer/peer.c), without UCX.  Modules keep per-peer state behind
  * their own pointers and rely on the hooks' order and count: ready and
  * accepted in registration order, the first refusal stopping them;
  * closing, closed and destroy in reverse order, once each; a closed peer

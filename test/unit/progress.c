@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Unit: the registrations of progress (src/core/progress.c), without UCX.
+ * Unit: the registrations of progress (src/core/worker/progress.c), without UCX.
  * Their tables once held 8 callbacks each and dropped the ninth without a
  * word: a module whose progress never runs leaves its operations pending
  * for good.  They grow: every callback registered stays, in order.
  * And the count of a progress thread's wake-ups that bring nothing
- * (src/core/idle_wakes.c): when it naps, and what ends the naps.
+ * (src/core/worker/idle_wakes.c): when it naps, and what ends the naps.
  */
 #include "config.h"
 #include "harness.h"
 #include "unit_core.h"
-#include "core/idle_wakes.h"
+#include "core/worker/idle_wakes.h"
 #include "util/clock.h"
 
 #define MANY 40   /* five times the old limit */

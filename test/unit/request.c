@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Unit: request completion (src/core/request.c), without UCX.  A request
+ * Unit: request completion (src/core/xfer/request.c), without UCX.  A request
  * is held by its poster, its flush, device work and a notify's answer;
  * these tests drop those holds in every order that matters and check
  * when it finishes, what its status says, when the after-data step runs

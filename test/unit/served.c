@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Unit: the served table (src/core/served.c) on a bare engine, without UCX
+ * Unit: the served table (src/core/peer/served.c) on a bare engine, without UCX
  * (served.h): slots opened for accepted connections with ids that name
  * only them; a message belongs to a connection only while it is bound to
  * the endpoint it arrived on; an endpoint no live connection is bound to
@@ -17,8 +17,8 @@
 #include "config.h"
 #include "harness.h"
 #include "unit_core.h"
-#include "core/am.h"
-#include "core/served.h"
+#include "core/am/am.h"
+#include "core/peer/served.h"
 #include "wire/ctrl_msg.h"
 
 #include <fcntl.h>

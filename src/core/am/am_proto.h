@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The library's active messages: what engines send each other through UCX
+ * itself (the control connection carries the rest).
+ *
+ *   BIND       connector -> listener's in worker, with UCX's REPLY flag:
+ *              "the endpoint this arrives on serves connection <conn>"
+ *   BIND_ACK   back on it: the listener owns that endpoint now
+ *   WRITE      (am data path) data for [addr, +len) of connection <conn>,
+ *              then the seal (HIXL_AM_SEAL); the answer (the bytes are in
+ *              memory, or why not) comes on the control connection
+ *              (DATA_ACK), as UCX may destroy the endpoint before a
+ *              rendezvous receive ends
+ *   READ       (am data path) send me [addr, +len)
+ *   READ_DATA  the bytes, or why not
+ *   UNBIND     connector -> listener, REPLY flag, when the connector ends
+ *              the connection: "close the endpoint this arrives on"
+ *   UNBIND_ACK back on it, just before the listener closes it
+ *              (core/peer/ep_retire.h)
+ *
+ * Every message has the same fixed header, checked before use (magic,
+ * version, length): a message from something that is not this library is
+ * dropped.  Both sides run the same library on the same architecture, so
+ * the header is in host byte order.
+ */
+#ifndef HIXL_CORE_AM_PROTO_H_
+#define HIXL_CORE_AM_PROTO_H_
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+enum {
+    HIXL_AM_BIND = 1,
+    HIXL_AM_BIND_ACK,
+    HIXL_AM_WRITE,
+    HIXL_AM_READ,
+    HIXL_AM_READ_DATA,
+    HIXL_AM_UNBIND,
+    HIXL_AM_UNBIND_ACK,
+    HIXL_AM_LAST
+};
+
+#define HIXL_AM_MAGIC   0x4d415848u   /* "HXAM" */
+/* Any change of a message's layout changes this and the control
+ * protocol's version (wire/ctrl_msg.h), so that the handshake refuses a
+ * peer of another version. */
+#define HIXL_AM_VERSION 2
+
+/* The last bytes of a guarded send's payload (core/am/am.h): intact, or
+ * broken when its sender stopped reading the data part-way. */
+#define HIXL_AM_SEAL        UINT64_C(0x4c41455358414948)   /* "HIXSEAL" */
+#define HIXL_AM_SEAL_BROKEN UINT64_C(0)
+#define HIXL_AM_SEAL_LEN    sizeof(uint64_t)
+
+/* flags */
+#define HIXL_AM_FLAG_SLOT      1u     /* the epoch slot of the operation */
+#define HIXL_AM_FLAG_ERR_PEER  2u     /* BIND: the endpoint is in PEER mode */
+/* WRITE: more of its descriptor follows at once, so its answer may wait
+ * to go out with theirs (core/peer/served.h); a receiver that does not know
+ * the flag answers at once, and echoes it, which the sender ignores */
+#define HIXL_AM_FLAG_MORE      4u
+
+typedef struct hixl_am_hdr {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t flags;
+    uint64_t conn;     /* the listener's id of the connection */
+    uint64_t chan;     /* the connector's id of it (echoed in answers) */
+    uint64_t cookie;   /* the connector's request handle (echoed) */
+    uint64_t addr;     /* in the listener's memory */
+    uint64_t len;
+    uint64_t local;    /* READ: where the data goes at the connector */
+    int32_t  status;   /* answers: hixl_status_t */
+    uint32_t reserved;
+} hixl_am_hdr_t;
+
+static inline void hixl_am_hdr_init(hixl_am_hdr_t *h)
+{
+    *h         = (hixl_am_hdr_t){0};
+    h->magic   = HIXL_AM_MAGIC;
+    h->version = HIXL_AM_VERSION;
+}
+
+/* The header of a message, copied into *buf (UCX passes it at whatever
+ * alignment it lands), or NULL when it is not one of the library's. */
+static inline const hixl_am_hdr_t *hixl_am_hdr_check(const void *header,
+                                                     size_t length,
+                                                     hixl_am_hdr_t *buf)
+{
+    if (length != sizeof(*buf)) {
+        return NULL;
+    }
+    memcpy(buf, header, sizeof(*buf));
+    if ((buf->magic != HIXL_AM_MAGIC) || (buf->version != HIXL_AM_VERSION)) {
+        return NULL;
+    }
+    return buf;
+}
+
+#endif

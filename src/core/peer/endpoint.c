@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A peer's UCX endpoint: creation in the right error mode, the error
+ * handler, and the forced close.
+ */
+#include "config.h"
+#include "core/engine.h"
+#include "core/peer/peer.h"
+#include "core/worker/ucx_quiet.h"
+#include "core/peer/ep_retire.h"
+#include "util/debug.h"
+#include "util/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What a UCX endpoint's error handler gets as its argument.  UCX may call
+ * it until the endpoint's close completes, so it is freed by whichever
+ * comes last of the close's completion and the peer. */
+struct hixl_ep_err {
+    atomic_int   status;    /* ucs_status_t reported, UCS_OK if none */
+    atomic_uint  refs;      /* the peer's, and the close's */
+    hixl_engine_t *engine;
+};
+
+void hixl_ep_err_release(hixl_ep_err_t *err)
+{
+    unsigned before = atomic_fetch_sub(&err->refs, 1);
+
+    hixl_assert(before >= 1);   /* the peer's and each close's */
+    if (before == 1) {
+        free(err);
+    }
+}
+
+static void hixl_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    hixl_ep_err_t *err = arg;
+
+    /* UCX's lock is held here: only record it; periodic work closes the
+     * peer, if it still has this endpoint, under engine->lock
+     * (hixl_peers_reap_errors). */
+    hixl_log_debug("UCX endpoint %p error: %s", (void*)ep,
+                   ucs_status_string(status));
+    atomic_store(&err->status, (int)status);
+    hixl_progress_urgent(err->engine);
+}
+
+ucs_status_t hixl_peer_ep_error(const hixl_peer_t *peer)
+{
+    return (peer->ep_err != NULL) ?
+           (ucs_status_t)atomic_load(&peer->ep_err->status) : UCS_OK;
+}
+
+static const char *hixl_tls_name(void)
+{
+    const char *tls = getenv("UCX_TLS");
+
+    return (tls != NULL) ? tls : "default";
+}
+
+/*
+ * UCX's error mode decides which transports an endpoint may use: PEER mode
+ * only those that can report a dead peer, which shared memory does in UCX
+ * 1.13 once the engine's context sets MM_ERROR_HANDLING (core/engine.c).
+ * PEER is the default (auto) because only PEER endpoints can be
+ * force-closed: a close that cancels what is queued on the endpoint at
+ * once, which is what ending a connection to a dead or unreachable peer
+ * needs.  Where PEER cannot reach the peer (a UCX without that setting,
+ * UCX_TLS=sm) auto falls back to NONE; a dead peer is then found on the
+ * control connection.  Neither mode keeps UCX from aborting a process
+ * whose peer died during an emulated put: that is why such transfers go
+ * through library messages instead (core/xfer/am_data.h).
+ */
+static ucs_status_t hixl_ep_create_mode(hixl_engine_t *engine,
+                                        hixl_peer_t *peer,
+                                        ucp_ep_params_t *params, int *mode)
+{
+    ucs_status_t ustatus = UCS_ERR_UNREACHABLE;
+
+    if (*mode == HIXL_ERROR_MODE_AUTO) {
+        /* a refusal here is expected and answered: UCX's error line for it
+         * would only mislead (ucx_quiet.h) */
+        params->err_mode = UCP_ERR_HANDLING_MODE_PEER;
+        hixl_ucx_quiet_begin();
+        ustatus = ucp_ep_create(engine->ucp_worker, params, &peer->ep);
+        hixl_ucx_quiet_end();
+        if (ustatus != UCS_ERR_UNREACHABLE) {
+            *mode = HIXL_ERROR_MODE_PEER;
+            return ustatus;
+        }
+        hixl_log_info("%s: no transport with peer-failure handling reaches "
+                      "it (UCX_TLS=%s); using UCX error mode none, a dead "
+                      "peer is found on the control connection", peer->name,
+                      hixl_tls_name());
+        *mode = HIXL_ERROR_MODE_NONE;
+    }
+    params->err_mode = (*mode == HIXL_ERROR_MODE_PEER) ?
+                       UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+    return ucp_ep_create(engine->ucp_worker, params, &peer->ep);
+}
+
+/* Whether UCX gave the endpoint RDMA lanes (it prints them; the API of
+ * UCX 1.13 has no query for an endpoint's transports): puts there are real
+ * remote writes, never emulated with messages. */
+static void hixl_ep_transports(hixl_peer_t *peer)
+{
+    static const char *const rdma[] = {"rc_", "dc_", "ud_", "rc/", "dc/",
+                                       "ud/"};
+    char *text = NULL;
+    size_t len = 0, i;
+    FILE *f    = open_memstream(&text, &len);
+
+    /* unknown: the safe choice */
+    hixl_peer_mark(peer, HIXL_PEER_F_EP_RDMA, 0);
+    if (f == NULL) {
+        return;
+    }
+    ucp_ep_print_info(peer->ep, f);
+    fclose(f);
+    if (text != NULL) {
+        for (i = 0; i < sizeof(rdma) / sizeof(rdma[0]); ++i) {
+            if (strstr(text, rdma[i]) != NULL) {
+                hixl_peer_mark(peer, HIXL_PEER_F_EP_RDMA, 1);
+            }
+        }
+    }
+    free(text);
+}
+
+hixl_status_t hixl_peer_ep_create(hixl_engine_t *engine, hixl_peer_t *peer,
+                                  const void *worker_addr, size_t len)
+{
+    int mode = engine->opts.error_mode;
+    ucp_ep_params_t params;
+    ucs_status_t ustatus;
+    hixl_status_t status;
+
+    if (len == 0) {
+        return hixl_error(HIXL_FAILED, "peer sent an empty worker address");
+    }
+    peer->ep_err = calloc(1, sizeof(*peer->ep_err));
+    if (peer->ep_err == NULL) {
+        return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    atomic_init(&peer->ep_err->status, UCS_OK);
+    atomic_init(&peer->ep_err->refs, 1);
+    peer->ep_err->engine = engine;
+
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                        UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                        UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    params.address         = (const ucp_address_t*)worker_addr;
+    params.err_handler.cb  = hixl_ep_error_cb;
+    params.err_handler.arg = peer->ep_err;
+    ustatus = hixl_ep_create_mode(engine, peer, &params, &mode);
+    if (ustatus != UCS_OK) {
+        peer->ep = NULL;
+        return hixl_error(HIXL_FAILED, "cannot create a UCX endpoint to %s: "
+                          "%s (UCX_TLS=%s, hixl.ErrorMode %s)", peer->name,
+                          ucs_status_string(ustatus), hixl_tls_name(),
+                          (mode == HIXL_ERROR_MODE_PEER) ? "peer" : "none");
+    }
+    hixl_peer_mark(peer, HIXL_PEER_F_EP_PEER_MODE,
+                   mode == HIXL_ERROR_MODE_PEER);
+    hixl_ep_transports(peer);
+    peer->epf = hixl_epf_create(peer->ep, hixl_epf_ucp_flush,
+                                &engine->progress.flush_wanted);
+    if (peer->epf == NULL) {
+        return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    status = hixl_chan_open(engine, peer);
+    if (status != HIXL_SUCCESS) {
+        return status;
+    }
+    hixl_log_debug("%s: endpoint in UCX error mode %s%s", peer->name,
+                   (mode == HIXL_ERROR_MODE_PEER) ? "peer" : "none",
+                   hixl_peer_is(peer, HIXL_PEER_F_EP_RDMA) ? ", RDMA lanes" :
+                   "");
+    return hixl_chan_bind(engine, peer->chan, mode == HIXL_ERROR_MODE_PEER);
+}
+
+static void hixl_ep_closed_cb(void *request, ucs_status_t status,
+                              void *user_data)
+{
+    ucp_request_free(request);
+    hixl_ep_err_release(user_data);
+}
+
+ucs_status_t hixl_ep_err_status(const hixl_ep_err_t *err)
+{
+    return (ucs_status_t)atomic_load(&err->status);
+}
+
+void hixl_ep_close_now(ucp_ep_h ep, hixl_ep_err_t *err, int peer_mode,
+                       const char *name)
+{
+    ucp_request_param_t param;
+    ucs_status_ptr_t sp;
+
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS |
+                         UCP_OP_ATTR_FIELD_CALLBACK |
+                         UCP_OP_ATTR_FIELD_USER_DATA;
+    /* FORCE cancels what is queued; UCX refuses it in NONE mode (and then
+     * closes nothing): a flush close there */
+    param.flags        = peer_mode ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    param.cb.send      = hixl_ep_closed_cb;
+    param.user_data    = err;
+    /* the error handler's argument must outlive the close */
+    atomic_fetch_add(&err->refs, 1);
+    sp = ucp_ep_close_nbx(ep, &param);
+    if (!UCS_PTR_IS_PTR(sp)) {
+        if (UCS_PTR_IS_ERR(sp)) {
+            hixl_log_warn("closing the endpoint to %s: %s", name,
+                          ucs_status_string(UCS_PTR_STATUS(sp)));
+        }
+        hixl_ep_err_release(err);
+    }
+}
+
+void hixl_peer_ep_close(hixl_engine_t *engine, hixl_peer_t *peer,
+                        ucs_status_t status)
+{
+    /* read before the flush service's close settles the transfers */
+    int ucx_ok  = (peer->ep_err != NULL) &&
+                  (hixl_ep_err_status(peer->ep_err) == UCS_OK);
+    int unbind  = ucx_ok && (peer->end == HIXL_PEER_END_ORDERLY) &&
+                  (atomic_load(&peer->inflight) == 0) &&
+                  (peer->chan != NULL) &&
+                  (atomic_load(&peer->chan->bound) == 1);
+    int retire  = ucx_ok && (peer->end != HIXL_PEER_END_ABRUPT);
+    int peer_mode = hixl_peer_is(peer, HIXL_PEER_F_EP_PEER_MODE);
+
+    if (peer->chan != NULL) {
+        /* before the transfers end: nothing reads their buffers after */
+        hixl_chan_stop(engine, peer->chan);
+    }
+    if (peer->epf != NULL) {
+        hixl_epf_close(peer->epf, status);   /* no flush may be issued now */
+        peer->epf = NULL;
+    }
+    if ((peer->ep != NULL) && peer_mode && retire) {
+        /* both sides may be alive: flushed, then force-closed, and the
+         * listener asked to close its end when nothing was in flight
+         * (core/peer/ep_retire.h) */
+        peer->retire_id = hixl_retire_start(engine, peer->ep, peer->ep_err,
+                                            peer->conn_id, unbind,
+                                            peer->name);
+        peer->ep_err    = NULL;   /* its reference went with the endpoint */
+    } else if (peer->ep != NULL) {
+        /* the peer is gone (its sockets with it), or UCX's error path has
+         * the endpoint: closed at once, what is queued cancelled */
+        hixl_ep_close_now(peer->ep, peer->ep_err, peer_mode,
+                          peer->name);
+    }
+    peer->ep = NULL;
+    if (peer->chan != NULL) {
+        hixl_chan_close(engine, peer->chan);
+        peer->chan = NULL;
+    }
+    if (peer->ep_err != NULL) {
+        hixl_ep_err_release(peer->ep_err);
+        peer->ep_err = NULL;
+    }
+}
