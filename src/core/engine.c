@@ -311,7 +311,7 @@ hixl_status_t hixl_engine_create(const char *local_engine,
 
 /* ---- flush waits ------------------------------------------------------------ */
 
-static void hixl_flush_wait_cb(hixl_epf_waiter_t *w, ucs_status_t status)
+static void hixl_flush_wait_cb(hixl_ep_flush_waiter_t *w, ucs_status_t status)
 {
     hixl_flush_wait_t *fw = (hixl_flush_wait_t*)w;
 
@@ -329,11 +329,11 @@ void hixl_flush_wait_start(hixl_engine_t *engine, hixl_peer_t *peer,
     fw->w.cb   = hixl_flush_wait_cb;
     fw->engine = engine;
     fw->status = UCS_ERR_CANCELED;
-    if (peer->epf == NULL) {
+    if (peer->ep_flush == NULL) {
         atomic_store(&fw->done, 1);
         return;
     }
-    hixl_epf_add(peer->epf, &fw->w, 0);
+    hixl_ep_flush_add(peer->ep_flush, &fw->w, 0);
     hixl_progress_kick(engine);
 }
 
@@ -419,7 +419,7 @@ void hixl_engine_drain(hixl_engine_t *engine)
     for (peer = engine->peers.head;
          (peer != NULL) && (d.waits != NULL) && (d.peers != NULL);
          peer = peer->next) {
-        if ((peer->epf != NULL) && (peer->state == HIXL_PEER_READY)) {
+        if ((peer->ep_flush != NULL) && (peer->state == HIXL_PEER_READY)) {
             hixl_peer_retain(peer);
             d.peers[d.count] = peer;
             hixl_flush_wait_start(engine, peer, &d.waits[d.count++]);

@@ -127,7 +127,7 @@ void hixl_engine_free(hixl_engine_t *engine);
  * before the flush did, the caller must close the peer before its stack
  * frame goes (closing settles the waiter). */
 typedef struct hixl_flush_wait {
-    hixl_epf_waiter_t w;
+    hixl_ep_flush_waiter_t w;
     atomic_int        done;
     ucs_status_t      status;
     hixl_engine_t    *engine;

@@ -100,7 +100,7 @@ hixl_status_t hixl_disconnect(hixl_engine_t *engine, const char *remote_engine,
     hixl_peer_retain(peer);
     deadline  = hixl_deadline_ns(timeout_ms);
     wait.peer = peer;
-    if (peer->epf != NULL) {
+    if (peer->ep_flush != NULL) {
         /* Let what is in flight finish, within the timeout: our own flush
          * covers every operation posted so far, and the transfers' own
          * completions (their shared flushes, device work) must have come

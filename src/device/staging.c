@@ -93,7 +93,7 @@ struct hixl_stage_job {
     int                queued;     /* in the pool's queue */
     int                failed;
     int                flush;      /* 0 not posted, 1 in flight, 2 done */
-    hixl_epf_waiter_t  fw;         /* its final flush (WRITE) */
+    hixl_ep_flush_waiter_t fw;         /* its final flush (WRITE) */
     atomic_int         fl_done;
     atomic_int         fl_status;
     int                done;
@@ -311,7 +311,7 @@ static void hixl_stage_ucx_cb(void *request, ucs_status_t ustatus,
 /* The job's final flush completed (or its endpoint closed: the flush
  * service calls back before the close returns, so the job is still
  * there). */
-static void hixl_stage_flushed(hixl_epf_waiter_t *w, ucs_status_t ustatus)
+static void hixl_stage_flushed(hixl_ep_flush_waiter_t *w, ucs_status_t ustatus)
 {
     hixl_stage_job_t *job = (hixl_stage_job_t*)((char*)w -
                                                 offsetof(hixl_stage_job_t, fw));
@@ -556,7 +556,7 @@ int hixl_stage_job_poll(hixl_engine_t *engine, hixl_stage_job_t *job)
         job->fw.cb = hixl_stage_flushed;
         atomic_store(&job->fl_done, 0);
         job->flush = 1;
-        hixl_epf_add(job->unit->peer->epf, &job->fw, 0);
+        hixl_ep_flush_add(job->unit->peer->ep_flush, &job->fw, 0);
     }
     if (job->flush == 1) {
         if (!atomic_load(&job->fl_done)) {

@@ -48,7 +48,7 @@ struct hixl_layer_out {
  * the device barrier.  It holds the peer and the engine's busy count until
  * it is settled. */
 typedef struct hixl_layer_flush {
-    hixl_epf_waiter_t  fw;       /* first: the flush service's record */
+    hixl_ep_flush_waiter_t fw;   /* first: the flush service's record */
     hixl_engine_t     *engine;
     hixl_peer_t       *peer;
     uint32_t           stream;
@@ -89,7 +89,7 @@ static void hixl_layer_send(void *arg)
 
 /* The endpoint flush is done; device work posted before the call may
  * still be moving, and the signal must not overtake it. */
-static void hixl_layer_flushed(hixl_epf_waiter_t *w, ucs_status_t ustatus)
+static void hixl_layer_flushed(hixl_ep_flush_waiter_t *w, ucs_status_t ustatus)
 {
     hixl_layer_flush_t *f = (hixl_layer_flush_t*)w;
 
@@ -189,7 +189,7 @@ hixl_status_t hixl_flush_layer(hixl_engine_t *engine, const char *remote,
     f->gen     = generation;
     f->dev_seq = hixl_dev_seq(engine);
     atomic_fetch_add(&engine->progress.busy, 1);
-    hixl_epf_add(peer->epf, &f->fw, 0);
+    hixl_ep_flush_add(peer->ep_flush, &f->fw, 0);
     hixl_progress_kick(engine);   /* the flush needs progress */
 out:
     pthread_mutex_unlock(&engine->lock);

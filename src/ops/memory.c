@@ -657,7 +657,7 @@ static int hixl_on_mem_del(hixl_engine_t *engine, hixl_peer_t *peer,
  * flush, then the device copies posted to it (which also closes imports
  * of regions it revoked: device/device.h). */
 typedef struct hixl_sync_reply {
-    hixl_epf_waiter_t  fw;       /* first: the flush service's record */
+    hixl_ep_flush_waiter_t fw;   /* first: the flush service's record */
     hixl_engine_t     *engine;
     hixl_peer_t       *peer;
     uint64_t           token;
@@ -684,7 +684,7 @@ static void hixl_sync_reply_send(void *arg)
     free(reply);
 }
 
-static void hixl_sync_flushed(hixl_epf_waiter_t *w, ucs_status_t ustatus)
+static void hixl_sync_flushed(hixl_ep_flush_waiter_t *w, ucs_status_t ustatus)
 {
     hixl_sync_reply_t *reply = (hixl_sync_reply_t*)w;
 
@@ -703,7 +703,7 @@ static int hixl_on_sync(hixl_engine_t *engine, hixl_peer_t *peer,
 {
     hixl_sync_reply_t *reply;
 
-    if (peer->epf == NULL) {
+    if (peer->ep_flush == NULL) {
         hixl_send_sync_ack(peer, msg->u.sync.token);
         return 0;
     }
@@ -719,7 +719,7 @@ static int hixl_on_sync(hixl_engine_t *engine, hixl_peer_t *peer,
     reply->peer    = peer;
     reply->token   = msg->u.sync.token;
     reply->dev_seq = hixl_dev_seq(engine);
-    hixl_epf_add(peer->epf, &reply->fw, 0);
+    hixl_ep_flush_add(peer->ep_flush, &reply->fw, 0);
     hixl_progress_kick(engine);
     return 0;
 }

@@ -409,7 +409,7 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
             return status;
         }
     }
-    hixl_assert((peer->state == HIXL_PEER_READY) && (peer->epf != NULL));
+    hixl_assert((peer->state == HIXL_PEER_READY) && (peer->ep_flush != NULL));
     req->peer = peer;
     if (ustatus != UCS_OK) {
         hixl_xfer_rma_failed(req, failed_at, ustatus);
@@ -418,7 +418,7 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
     }
     /* what was posted is flushed, after a failure too: it must be done
      * before the request and the caller's buffers are released */
-    flushed = hixl_epf_add(peer->epf, &req->flush, 1);
+    flushed = hixl_ep_flush_add(peer->ep_flush, &req->flush, 1);
     *req_p  = req;
     if (hixl_xfer_done_in_post(req, flushed)) {
         if (blocking) {

@@ -29,8 +29,8 @@ typedef enum hixl_device_path {
 } hixl_device_path_t;
 
 /* hixl.DataPath: how transfers move (ops/transfer.c picks the path per
- * descriptor; core/xfer/am_data.h for library messages, core/peer/cma.h for kernel
- * copies). */
+ * descriptor; core/xfer/am_data.h for library messages, core/peer/cma.h for
+ * kernel copies). */
 typedef enum hixl_data_path {
     HIXL_DATA_PATH_AUTO,
     HIXL_DATA_PATH_RMA,

@@ -16,7 +16,7 @@
 #include "harness.h"
 #include "core/peer/channel.h"
 #include "core/peer/ep_flush.h"
-#include "epf_counted.h"
+#include "ep_flush_counted.h"
 
 static atomic_int wanted;
 
@@ -27,8 +27,8 @@ static long due(hixl_engine_t *engine)
 
 static hixl_chan_t *chan_new(hixl_engine_t *engine, hixl_peer_t *peer)
 {
-    peer->epf = hixl_epf_create(NULL, NULL, &wanted);
-    ck_assert_ptr_nonnull(peer->epf);
+    peer->ep_flush = hixl_ep_flush_create(NULL, NULL, &wanted);
+    ck_assert_ptr_nonnull(peer->ep_flush);
     hx_ok(hixl_chan_open(engine, peer));
     ck_assert_ptr_nonnull(peer->chan);
     return peer->chan;
@@ -36,7 +36,7 @@ static hixl_chan_t *chan_new(hixl_engine_t *engine, hixl_peer_t *peer)
 
 static void chan_end(hixl_engine_t *engine, hixl_peer_t *peer)
 {
-    int has_ep = (peer->epf->ep != NULL);
+    int has_ep = (peer->ep_flush->ep != NULL);
 
     if (atomic_load(&peer->chan->open)) {
         hixl_chan_stop(engine, peer->chan);
@@ -44,11 +44,11 @@ static void chan_end(hixl_engine_t *engine, hixl_peer_t *peer)
     hixl_chan_close(engine, peer->chan);
     /* the close drops the owner's reference, except where the service
      * never had an endpoint (it returns at once) */
-    hixl_epf_close(peer->epf, UCS_ERR_CANCELED);
+    hixl_ep_flush_close(peer->ep_flush, UCS_ERR_CANCELED);
     if (!has_ep) {
-        hixl_epf_release(peer->epf);
+        hixl_ep_flush_release(peer->ep_flush);
     }
-    peer->epf  = NULL;
+    peer->ep_flush = NULL;
     peer->chan = NULL;
 }
 
@@ -156,8 +156,8 @@ START_TEST(test_flush_without_puts_leaves_ucx_out)
     counted_init(&a, 1);
     counted_init(&b, 1);
 
-    peer->epf = hixl_epf_create(&not_an_ep, NULL, &wanted);
-    ck_assert_ptr_nonnull(peer->epf);
+    peer->ep_flush = hixl_ep_flush_create(&not_an_ep, NULL, &wanted);
+    ck_assert_ptr_nonnull(peer->ep_flush);
     hx_ok(hixl_chan_open(engine, peer));
     chan = peer->chan;
     /* a new endpoint's first flush is UCX's: it completes the wire-up */
@@ -165,13 +165,13 @@ START_TEST(test_flush_without_puts_leaves_ucx_out)
     atomic_store(&chan->ucx_ops, 0);   /* as once UCX's flush was posted */
 
     /* nothing in flight: done inside the call */
-    hixl_epf_add(peer->epf, &a.w, 0);
+    hixl_ep_flush_add(peer->ep_flush, &a.w, 0);
     ck_assert_int_eq(atomic_load(&a.calls), 1);
     ck_assert_int_eq(a.status, UCS_OK);
 
     /* a WRITE in flight: done when its answer comes, not before */
     slot = hixl_chan_post(chan, HIXL_ANSWER_ON_CONTROL);
-    hixl_epf_add(peer->epf, &b.w, 0);
+    hixl_ep_flush_add(peer->ep_flush, &b.w, 0);
     ck_assert_int_eq(atomic_load(&b.calls), 0);
     hixl_chan_answered(chan, slot, HIXL_ANSWER_ON_CONTROL);
     ck_assert_int_eq(atomic_load(&b.calls), 1);

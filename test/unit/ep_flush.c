@@ -10,7 +10,7 @@
 #include "config.h"
 #include "harness.h"
 #include "core/peer/ep_flush.h"
-#include "epf_counted.h"
+#include "ep_flush_counted.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -27,9 +27,9 @@ static int         flushes_posted;
 static int         flushes_out;     /* posted with FLUSH_PENDING */
 static atomic_int  wanted;
 
-static ucs_status_ptr_t fake_flush(hixl_epf_t *epf, void *ep)
+static ucs_status_ptr_t fake_flush(hixl_ep_flush_t *ep_flush, void *ep)
 {
-    (void)epf;
+    (void)ep_flush;
     ck_assert_ptr_eq(ep, (void*)0x1234);
     ++flushes_posted;
     switch (flush_mode) {
@@ -44,44 +44,44 @@ static ucs_status_ptr_t fake_flush(hixl_epf_t *epf, void *ep)
 }
 
 /* A pending flush completes (what UCX's callback does). */
-static void complete_one(hixl_epf_t *epf, ucs_status_t status)
+static void complete_one(hixl_ep_flush_t *ep_flush, ucs_status_t status)
 {
     ck_assert_int_gt(flushes_out, 0);
     --flushes_out;
-    hixl_epf_flushed(epf, status);
-    hixl_epf_release(epf);
+    hixl_ep_flush_completed(ep_flush, status);
+    hixl_ep_flush_release(ep_flush);
 }
 
-static hixl_epf_t *new_epf(int mode)
+static hixl_ep_flush_t *new_ep_flush(int mode)
 {
-    hixl_epf_t *epf;
+    hixl_ep_flush_t *ep_flush;
 
     flush_mode     = mode;
     flushes_posted = 0;
     flushes_out    = 0;
     atomic_store(&wanted, 0);
-    epf = hixl_epf_create((void*)0x1234, fake_flush, &wanted);
-    ck_assert_ptr_nonnull(epf);
-    return epf;
+    ep_flush = hixl_ep_flush_create((void *)0x1234, fake_flush, &wanted);
+    ck_assert_ptr_nonnull(ep_flush);
+    return ep_flush;
 }
 
 /* ---- tests -------------------------------------------------------------- */
 
 START_TEST(test_inline_completion)
 {
-    hixl_epf_t *epf = new_epf(FLUSH_INLINE_OK);
+    hixl_ep_flush_t *ep_flush = new_ep_flush(FLUSH_INLINE_OK);
     counted_t c[2];
 
     counted_init(c, 2);
     /* a flush that completes at once calls its waiter back inside add */
-    ck_assert_int_eq(hixl_epf_add(epf, &c[0].w, 0), 0);
+    ck_assert_int_eq(hixl_ep_flush_add(ep_flush, &c[0].w, 0), 0);
     ck_assert_int_eq(atomic_load(&c[0].calls), 1);
     ck_assert_int_eq(c[0].status, UCS_OK);
     /* own_fast: the poster is told instead, and no callback runs */
-    ck_assert_int_eq(hixl_epf_add(epf, &c[1].w, 1), 1);
+    ck_assert_int_eq(hixl_ep_flush_add(ep_flush, &c[1].w, 1), 1);
     ck_assert_int_eq(atomic_load(&c[1].calls), 0);
     ck_assert_int_eq(flushes_posted, 2);
-    hixl_epf_close(epf, UCS_ERR_CANCELED);
+    hixl_ep_flush_close(ep_flush, UCS_ERR_CANCELED);
     ck_assert_int_eq(atomic_load(&c[0].calls), 1);
     ck_assert_int_eq(atomic_load(&c[1].calls), 0);
 }
@@ -89,15 +89,15 @@ END_TEST
 
 START_TEST(test_inline_error)
 {
-    hixl_epf_t *epf = new_epf(FLUSH_INLINE_ERROR);
+    hixl_ep_flush_t *ep_flush = new_ep_flush(FLUSH_INLINE_ERROR);
     counted_t c;
 
     counted_init(&c, 1);
     /* an error is never the poster's to swallow: the callback gets it */
-    ck_assert_int_eq(hixl_epf_add(epf, &c.w, 1), 0);
+    ck_assert_int_eq(hixl_ep_flush_add(ep_flush, &c.w, 1), 0);
     ck_assert_int_eq(atomic_load(&c.calls), 1);
     ck_assert_int_eq(c.status, UCS_ERR_IO_ERROR);
-    hixl_epf_close(epf, UCS_ERR_CANCELED);
+    hixl_ep_flush_close(ep_flush, UCS_ERR_CANCELED);
     ck_assert_int_eq(atomic_load(&c.calls), 1);
 }
 END_TEST
@@ -107,48 +107,50 @@ END_TEST
 static int idle_says;
 static int idle_asked;
 
-static int fake_idle(hixl_epf_t *epf)
+static int fake_idle(hixl_ep_flush_t *ep_flush)
 {
-    (void)epf;
+    (void)ep_flush;
     ++idle_asked;
     return idle_says;
 }
 
 START_TEST(test_idle_skips_the_flush)
 {
-    hixl_epf_t *epf = new_epf(FLUSH_PENDING);
+    hixl_ep_flush_t *ep_flush = new_ep_flush(FLUSH_PENDING);
     counted_t c[4];
 
     counted_init(c, 4);
-    epf->idle  = fake_idle;
+    ep_flush->idle = fake_idle;
     idle_asked = 0;
     idle_says  = 1;
-    ck_assert_int_eq(hixl_epf_add(epf, &c[0].w, 1), 1);   /* poster's */
-    ck_assert_int_eq(hixl_epf_add(epf, &c[1].w, 0), 0);
+    /* the poster's */
+    ck_assert_int_eq(hixl_ep_flush_add(ep_flush, &c[0].w, 1), 1);
+    ck_assert_int_eq(hixl_ep_flush_add(ep_flush, &c[1].w, 0), 0);
     ck_assert_int_eq(atomic_load(&c[0].calls), 0);
     ck_assert_int_eq(atomic_load(&c[1].calls), 1);
     ck_assert_int_eq(c[1].status, UCS_OK);
     ck_assert_int_eq(flushes_posted, 0);
     ck_assert_int_eq(idle_asked, 2);
-    ck_assert_uint_eq(atomic_load(&epf->refs), 1);        /* the owner's */
+    ck_assert_uint_eq(atomic_load(&ep_flush->refs), 1);   /* the owner's */
 
     /* not idle: a real flush, and a waiter added meanwhile waits for the
      * next one even if the endpoint looks idle by then (the flush out may
      * predate its operations) */
     idle_says = 0;
-    ck_assert_int_eq(hixl_epf_add(epf, &c[2].w, 1), 0);
+    ck_assert_int_eq(hixl_ep_flush_add(ep_flush, &c[2].w, 1), 0);
     ck_assert_int_eq(flushes_posted, 1);
     idle_says = 1;
-    ck_assert_int_eq(hixl_epf_add(epf, &c[3].w, 1), 0);
+    ck_assert_int_eq(hixl_ep_flush_add(ep_flush, &c[3].w, 1), 0);
     ck_assert_int_eq(atomic_load(&c[3].calls), 0);
-    complete_one(epf, UCS_OK);
+    complete_one(ep_flush, UCS_OK);
     ck_assert_int_eq(atomic_load(&c[2].calls), 1);
     ck_assert_int_eq(atomic_load(&c[3].calls), 0);
-    ck_assert_int_eq(hixl_epf_progress(epf), 1);   /* idle: done here */
+    /* idle: done here */
+    ck_assert_int_eq(hixl_ep_flush_progress(ep_flush), 1);
     ck_assert_int_eq(atomic_load(&c[3].calls), 1);
     ck_assert_int_eq(c[3].status, UCS_OK);
     ck_assert_int_eq(flushes_posted, 1);
-    hixl_epf_close(epf, UCS_ERR_CANCELED);
+    hixl_ep_flush_close(ep_flush, UCS_ERR_CANCELED);
     ck_assert_int_eq(atomic_load(&c[1].calls) + atomic_load(&c[2].calls) +
                      atomic_load(&c[3].calls), 3);
 }
@@ -156,19 +158,19 @@ END_TEST
 
 START_TEST(test_group_commit)
 {
-    hixl_epf_t *epf = new_epf(FLUSH_PENDING);
+    hixl_ep_flush_t *ep_flush = new_ep_flush(FLUSH_PENDING);
     counted_t c[4];
     int i;
 
     counted_init(c, 4);
-    hixl_epf_add(epf, &c[0].w, 0);          /* flush #1 covers c0 */
+    hixl_ep_flush_add(ep_flush, &c[0].w, 0);   /* flush #1 covers c0 */
     ck_assert_int_eq(flushes_posted, 1);
     for (i = 1; i < 4; ++i) {               /* added after #1 went out */
-        ck_assert_int_eq(hixl_epf_add(epf, &c[i].w, 1), 0);
+        ck_assert_int_eq(hixl_ep_flush_add(ep_flush, &c[i].w, 1), 0);
     }
     ck_assert_int_eq(flushes_posted, 1);    /* they wait: one flush out */
 
-    complete_one(epf, UCS_OK);
+    complete_one(ep_flush, UCS_OK);
     ck_assert_int_eq(atomic_load(&c[0].calls), 1);
     for (i = 1; i < 4; ++i) {               /* #1 predates them */
         ck_assert_int_eq(atomic_load(&c[i].calls), 0);
@@ -176,16 +178,16 @@ START_TEST(test_group_commit)
     /* the completion may not issue the next flush itself: it asks */
     ck_assert_int_eq(atomic_load(&wanted), 1);
     ck_assert_int_eq(flushes_posted, 1);
-    ck_assert_int_eq(hixl_epf_progress(epf), 1);
+    ck_assert_int_eq(hixl_ep_flush_progress(ep_flush), 1);
     ck_assert_int_eq(flushes_posted, 2);    /* one flush for all three */
-    ck_assert_int_eq(hixl_epf_progress(epf), 0);
+    ck_assert_int_eq(hixl_ep_flush_progress(ep_flush), 0);
 
-    complete_one(epf, UCS_OK);
+    complete_one(ep_flush, UCS_OK);
     for (i = 1; i < 4; ++i) {
         ck_assert_int_eq(atomic_load(&c[i].calls), 1);
         ck_assert_int_eq(c[i].status, UCS_OK);
     }
-    hixl_epf_close(epf, UCS_ERR_CANCELED);
+    hixl_ep_flush_close(ep_flush, UCS_ERR_CANCELED);
     for (i = 0; i < 4; ++i) {
         ck_assert_int_eq(atomic_load(&c[i].calls), 1);
     }
@@ -194,21 +196,21 @@ END_TEST
 
 START_TEST(test_due_flush_taken_by_add)
 {
-    hixl_epf_t *epf = new_epf(FLUSH_PENDING);
+    hixl_ep_flush_t *ep_flush = new_ep_flush(FLUSH_PENDING);
     counted_t c[3];
 
     counted_init(c, 3);
-    hixl_epf_add(epf, &c[0].w, 0);
-    hixl_epf_add(epf, &c[1].w, 0);
-    complete_one(epf, UCS_OK);              /* c1's flush is now due */
+    hixl_ep_flush_add(ep_flush, &c[0].w, 0);
+    hixl_ep_flush_add(ep_flush, &c[1].w, 0);
+    complete_one(ep_flush, UCS_OK);   /* c1's flush is now due */
     /* the next add issues it (and c2 rides along) instead of progress */
-    hixl_epf_add(epf, &c[2].w, 0);
+    hixl_ep_flush_add(ep_flush, &c[2].w, 0);
     ck_assert_int_eq(flushes_posted, 2);
-    ck_assert_int_eq(hixl_epf_progress(epf), 0);
-    complete_one(epf, UCS_ERR_ENDPOINT_TIMEOUT);
+    ck_assert_int_eq(hixl_ep_flush_progress(ep_flush), 0);
+    complete_one(ep_flush, UCS_ERR_ENDPOINT_TIMEOUT);
     ck_assert_int_eq(c[1].status, UCS_ERR_ENDPOINT_TIMEOUT);
     ck_assert_int_eq(c[2].status, UCS_ERR_ENDPOINT_TIMEOUT);
-    hixl_epf_close(epf, UCS_ERR_CANCELED);
+    hixl_ep_flush_close(ep_flush, UCS_ERR_CANCELED);
     ck_assert_int_eq(atomic_load(&c[0].calls) + atomic_load(&c[1].calls) +
                      atomic_load(&c[2].calls), 3);
 }
@@ -216,35 +218,35 @@ END_TEST
 
 START_TEST(test_close_settles_everything_once)
 {
-    hixl_epf_t *epf = new_epf(FLUSH_PENDING);
+    hixl_ep_flush_t *ep_flush = new_ep_flush(FLUSH_PENDING);
     counted_t c[3], late;
     int i;
 
     counted_init(c, 3);
     counted_init(&late, 1);
-    hixl_epf_add(epf, &c[0].w, 0);          /* in flight */
-    hixl_epf_add(epf, &c[1].w, 0);          /* waiting */
-    hixl_epf_add(epf, &c[2].w, 0);
-    hixl_epf_retain(epf);                   /* keep it to look at it */
-    hixl_epf_close(epf, UCS_ERR_CANCELED);
+    hixl_ep_flush_add(ep_flush, &c[0].w, 0);   /* in flight */
+    hixl_ep_flush_add(ep_flush, &c[1].w, 0);   /* waiting */
+    hixl_ep_flush_add(ep_flush, &c[2].w, 0);
+    hixl_ep_flush_retain(ep_flush);   /* keep it to look at it */
+    hixl_ep_flush_close(ep_flush, UCS_ERR_CANCELED);
     for (i = 0; i < 3; ++i) {
         ck_assert_int_eq(atomic_load(&c[i].calls), 1);
         ck_assert_int_eq(c[i].status, UCS_ERR_CANCELED);
     }
     /* the flush UCX still holds completes late: nobody is called again */
-    complete_one(epf, UCS_OK);
+    complete_one(ep_flush, UCS_OK);
     for (i = 0; i < 3; ++i) {
         ck_assert_int_eq(atomic_load(&c[i].calls), 1);
     }
     /* closed: a new waiter is settled at once, no flush is posted */
-    hixl_epf_add(epf, &late.w, 1);
+    hixl_ep_flush_add(ep_flush, &late.w, 1);
     ck_assert_int_eq(atomic_load(&late.calls), 1);
     ck_assert_int_eq(late.status, UCS_ERR_CANCELED);
     ck_assert_int_eq(flushes_posted, 1);
-    ck_assert_int_eq(hixl_epf_progress(epf), 0);
+    ck_assert_int_eq(hixl_ep_flush_progress(ep_flush), 0);
     /* only the test's reference is left */
-    ck_assert_uint_eq(atomic_load(&epf->refs), 1);
-    hixl_epf_release(epf);
+    ck_assert_uint_eq(atomic_load(&ep_flush->refs), 1);
+    hixl_ep_flush_release(ep_flush);
 }
 END_TEST
 
@@ -254,16 +256,16 @@ END_TEST
 #define RACE_WAITERS 20000
 
 typedef struct race {
-    hixl_epf_t     *epf;
+    hixl_ep_flush_t *ep_flush;
     atomic_int      stop;
     pthread_mutex_t out_lock;   /* guards flushes_out between threads */
 } race_t;
 
 static race_t race;
 
-static ucs_status_ptr_t race_flush(hixl_epf_t *epf, void *ep)
+static ucs_status_ptr_t race_flush(hixl_ep_flush_t *ep_flush, void *ep)
 {
-    (void)epf;
+    (void)ep_flush;
     (void)ep;
     pthread_mutex_lock(&race.out_lock);
     ++flushes_out;
@@ -284,8 +286,8 @@ static void *race_completer(void *arg)
         }
         pthread_mutex_unlock(&race.out_lock);
         if (out > 0) {
-            hixl_epf_flushed(race.epf, UCS_OK);
-            hixl_epf_release(race.epf);
+            hixl_ep_flush_completed(race.ep_flush, UCS_OK);
+            hixl_ep_flush_release(race.ep_flush);
         } else {
             sched_yield();
         }
@@ -304,32 +306,33 @@ START_TEST(test_threads_exactly_once)
     atomic_store(&wanted, 0);
     pthread_mutex_init(&race.out_lock, NULL);
     atomic_store(&race.stop, 0);
-    race.epf = hixl_epf_create((void*)0x1, race_flush, &wanted);
-    ck_assert_ptr_nonnull(race.epf);
-    hixl_epf_retain(race.epf);   /* the completer may run after close */
+    race.ep_flush = hixl_ep_flush_create((void *)0x1, race_flush, &wanted);
+    ck_assert_ptr_nonnull(race.ep_flush);
+    /* the completer may run after close */
+    hixl_ep_flush_retain(race.ep_flush);
     ck_assert_int_eq(pthread_create(&tid, NULL, race_completer, NULL), 0);
     for (i = 0; i < RACE_WAITERS; ++i) {
-        hixl_epf_add(race.epf, &c[i].w, 0);
+        hixl_ep_flush_add(race.ep_flush, &c[i].w, 0);
         if (atomic_exchange(&wanted, 0)) {
-            hixl_epf_progress(race.epf);
+            hixl_ep_flush_progress(race.ep_flush);
         }
         /* now and then let the completer catch up, so that completions
          * really interleave with adds (bounded: the machine may be busy) */
         for (spins = 0; ((i % 64) == 63) && (spins < 100000) &&
                         (atomic_load(&c[i - 63].calls) == 0); ++spins) {
             if (atomic_exchange(&wanted, 0)) {
-                hixl_epf_progress(race.epf);
+                hixl_ep_flush_progress(race.ep_flush);
             }
             sched_yield();
         }
     }
-    hixl_epf_close(race.epf, UCS_ERR_CANCELED);
+    hixl_ep_flush_close(race.ep_flush, UCS_ERR_CANCELED);
     atomic_store(&race.stop, 1);
     pthread_join(tid, NULL);
     while (flushes_out > 0) {     /* late completions after the close */
         --flushes_out;
-        hixl_epf_flushed(race.epf, UCS_OK);
-        hixl_epf_release(race.epf);
+        hixl_ep_flush_completed(race.ep_flush, UCS_OK);
+        hixl_ep_flush_release(race.ep_flush);
     }
     for (i = 0; i < RACE_WAITERS; ++i) {
         ck_assert_msg(atomic_load(&c[i].calls) == 1, "waiter %d called back "
@@ -337,8 +340,8 @@ START_TEST(test_threads_exactly_once)
         total += (c[i].status == UCS_OK);
     }
     ck_assert_int_gt(total, 0);   /* flushes did complete before the close */
-    ck_assert_uint_eq(atomic_load(&race.epf->refs), 1);
-    hixl_epf_release(race.epf);
+    ck_assert_uint_eq(atomic_load(&race.ep_flush->refs), 1);
+    hixl_ep_flush_release(race.ep_flush);
     pthread_mutex_destroy(&race.out_lock);
 }
 END_TEST

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Unit: the registrations of progress (src/core/worker/progress.c), without UCX.
- * Their tables once held 8 callbacks each and dropped the ninth without a
- * word: a module whose progress never runs leaves its operations pending
- * for good.  They grow: every callback registered stays, in order.
- * And the count of a progress thread's wake-ups that bring nothing
+ * Unit: the registrations of progress (src/core/worker/progress.c), without
+ * UCX. Their tables once held 8 callbacks each and dropped the ninth without a
+ * word: a module whose progress never runs leaves its operations pending for
+ * good.  They grow: every callback registered stays, in order. And the count of
+ * a progress thread's wake-ups that bring nothing
  * (src/core/worker/idle_wakes.c): when it naps, and what ends the naps.
  */
 #include "config.h"

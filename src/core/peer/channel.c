@@ -73,7 +73,7 @@ static hixl_chan_t *hixl_chan_slot(hixl_chan_table_t *t)
 static void hixl_chan_part_done(hixl_chan_t *chan, ucs_status_t status)
 {
     int ok = UCS_OK;
-    hixl_epf_t *epf;
+    hixl_ep_flush_t *ep_flush;
     int parts;
 
     if (status != UCS_OK) {
@@ -84,9 +84,10 @@ static void hixl_chan_part_done(hixl_chan_t *chan, ucs_status_t status)
     if (parts != 1) {
         return;
     }
-    epf = chan->epf;
-    hixl_epf_flushed(epf, (ucs_status_t)atomic_load(&chan->flush_status));
-    hixl_epf_release(epf);   /* the flush's reference */
+    ep_flush = chan->ep_flush;
+    hixl_ep_flush_completed(ep_flush,
+                            (ucs_status_t)atomic_load(&chan->flush_status));
+    hixl_ep_flush_release(ep_flush);   /* the flush's reference */
 }
 
 /* The flush waits for slot and it is empty now: that part is done. */
@@ -115,9 +116,9 @@ static void hixl_chan_ucp_flushed(void *request, ucs_status_t status,
  * or get was posted since its last one (hixl_chan_rma_posted): then the
  * answers alone, or nothing at all, are the flush.
  */
-static ucs_status_ptr_t hixl_chan_flush(hixl_epf_t *epf, void *ep)
+static ucs_status_ptr_t hixl_chan_flush(hixl_ep_flush_t *ep_flush, void *ep)
 {
-    hixl_chan_t *chan = epf->owner;
+    hixl_chan_t     *chan = ep_flush->owner;
     ucs_status_ptr_t sp;
     int slot          = chan->cur;
     /* taken before UCX's flush is posted: a put posted after this sets it
@@ -127,14 +128,14 @@ static ucs_status_ptr_t hixl_chan_flush(hixl_epf_t *epf, void *ep)
                         atomic_exchange(&chan->ucx_ops, 0);
 
     if (atomic_load(&chan->outstanding[slot]) == 0) {
-        return ucx ? hixl_epf_ucp_flush(epf, ep) : NULL;
+        return ucx ? hixl_ep_flush_via_ucp(ep_flush, ep) : NULL;
     }
     chan->cur = slot ^ 1;
     atomic_store(&chan->flush_status, UCS_OK);
     atomic_store(&chan->flush_parts, ucx ? 2 : 1);
     atomic_store(&chan->flush_slot, -1);
     if (ucx) {
-        sp = hixl_epf_ucp_post(ep, hixl_chan_ucp_flushed, chan);
+        sp = hixl_ep_flush_ucp_post(ep, hixl_chan_ucp_flushed, chan);
         if (!UCS_PTR_IS_PTR(sp)) {
             hixl_chan_part_done(chan, UCS_PTR_STATUS(sp));
         }
@@ -143,16 +144,16 @@ static ucs_status_ptr_t hixl_chan_flush(hixl_epf_t *epf, void *ep)
     if (atomic_load(&chan->outstanding[slot]) == 0) {
         hixl_chan_slot_drained(chan, slot);
     }
-    /* done through hixl_epf_flushed, maybe already */
+    /* done through hixl_ep_flush_completed, maybe already */
     return (ucs_status_ptr_t)(uintptr_t)1;
 }
 
 /* The channel's idle test (ep_flush.h): hixl_chan_flush would return NULL
  * now, having found no put or get since its last flush and no answer due
  * in the current slot. */
-static int hixl_chan_idle(hixl_epf_t *epf)
+static int hixl_chan_idle(hixl_ep_flush_t *ep_flush)
 {
-    hixl_chan_t *chan = epf->owner;
+    hixl_chan_t *chan = ep_flush->owner;
 
     return (atomic_load(&chan->ucx_ops) == 0) &&
            (atomic_load(&chan->outstanding[chan->cur]) == 0);
@@ -217,7 +218,7 @@ hixl_status_t hixl_chan_open(hixl_engine_t *engine, hixl_peer_t *peer)
         chan->cur  = 0;
         chan->conn = peer->conn_id;
         chan->ep   = peer->ep;
-        chan->epf  = peer->epf;
+        chan->ep_flush = peer->ep_flush;
         atomic_store(&chan->open, 1);
     }
     pthread_rwlock_unlock(&engine->serve_lock);
@@ -225,9 +226,9 @@ hixl_status_t hixl_chan_open(hixl_engine_t *engine, hixl_peer_t *peer)
         return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for a "
                           "channel");
     }
-    peer->epf->owner = chan;
-    peer->epf->flush = hixl_chan_flush;
-    peer->epf->idle  = hixl_chan_idle;
+    peer->ep_flush->owner = chan;
+    peer->ep_flush->flush = hixl_chan_flush;
+    peer->ep_flush->idle  = hixl_chan_idle;
     peer->chan       = chan;
     return HIXL_SUCCESS;
 }

@@ -11,7 +11,8 @@
  * It holds:
  *  - the binding: BIND sent to the listener with UCX's REPLY flag, so that
  *    the listener knows the endpoint UCX made for this connection
- *    (core/peer/served.h); BIND_ACK answers (UNBIND ends it: core/peer/ep_retire.h);
+ *    (core/peer/served.h); BIND_ACK answers (UNBIND ends it:
+ *    core/peer/ep_retire.h);
  *  - the count of library WRITE/READ messages not answered yet, in two
  *    epoch slots: an endpoint flush closes the current slot and completes
  *    when UCX's own flush (for puts and gets, where any were posted since
@@ -45,7 +46,7 @@ struct hixl_chan {
     uint64_t      id;
     uint64_t      conn;         /* the listener's id of the connection */
     ucp_ep_h      ep;
-    hixl_epf_t   *epf;
+    hixl_ep_flush_t *ep_flush;
     /* messages not answered yet, per epoch slot; writes count into `cur` */
     atomic_long   outstanding[2];
     /* of those, the ones whose answer comes on the control connection
@@ -91,7 +92,7 @@ typedef struct hixl_chan_table {
 } hixl_chan_table_t;
 
 /* Open a channel for peer's endpoint (engine->lock held): its flush
- * service is the peer's epf from now on. */
+ * service is the peer's ep_flush from now on. */
 hixl_status_t hixl_chan_open(hixl_engine_t *engine, hixl_peer_t *peer);
 
 /* Stop it (engine->lock held, before the flush service closes and so

@@ -166,9 +166,9 @@ hixl_status_t hixl_peer_ep_create(hixl_engine_t *engine, hixl_peer_t *peer,
     hixl_peer_mark(peer, HIXL_PEER_F_EP_PEER_MODE,
                    mode == HIXL_ERROR_MODE_PEER);
     hixl_ep_transports(peer);
-    peer->epf = hixl_epf_create(peer->ep, hixl_epf_ucp_flush,
-                                &engine->progress.flush_wanted);
-    if (peer->epf == NULL) {
+    peer->ep_flush = hixl_ep_flush_create(peer->ep, hixl_ep_flush_via_ucp,
+                                          &engine->progress.flush_wanted);
+    if (peer->ep_flush == NULL) {
         return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
     }
     status = hixl_chan_open(engine, peer);
@@ -238,9 +238,10 @@ void hixl_peer_ep_close(hixl_engine_t *engine, hixl_peer_t *peer,
         /* before the transfers end: nothing reads their buffers after */
         hixl_chan_stop(engine, peer->chan);
     }
-    if (peer->epf != NULL) {
-        hixl_epf_close(peer->epf, status);   /* no flush may be issued now */
-        peer->epf = NULL;
+    if (peer->ep_flush != NULL) {
+        hixl_ep_flush_close(peer->ep_flush,
+                            status);   /* no flush may be issued now */
+        peer->ep_flush = NULL;
     }
     if ((peer->ep != NULL) && peer_mode && retire) {
         /* both sides may be alive: flushed, then force-closed, and the

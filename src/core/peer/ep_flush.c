@@ -11,86 +11,89 @@
 #include <string.h>
 #include <ucp/api/ucp.h>
 
-hixl_epf_t *hixl_epf_create(void *ep, hixl_epf_flush_fn_t flush,
-                            atomic_int *wanted)
+hixl_ep_flush_t *hixl_ep_flush_create(void *ep, hixl_ep_flush_fn_t flush,
+                                      atomic_int *wanted)
 {
-    hixl_epf_t *epf = calloc(1, sizeof(*epf));
+    hixl_ep_flush_t *ep_flush = calloc(1, sizeof(*ep_flush));
 
-    if (epf == NULL) {
+    if (ep_flush == NULL) {
         return NULL;
     }
-    pthread_spin_init(&epf->lock, PTHREAD_PROCESS_PRIVATE);
-    atomic_init(&epf->refs, 1);
-    atomic_init(&epf->calling, 0);
-    atomic_init(&epf->busy, 0);
-    epf->ep     = ep;
-    epf->flush  = flush;
-    epf->wanted = wanted;
-    return epf;
+    pthread_spin_init(&ep_flush->lock, PTHREAD_PROCESS_PRIVATE);
+    atomic_init(&ep_flush->refs, 1);
+    atomic_init(&ep_flush->calling, 0);
+    atomic_init(&ep_flush->busy, 0);
+    ep_flush->ep     = ep;
+    ep_flush->flush  = flush;
+    ep_flush->wanted = wanted;
+    return ep_flush;
 }
 
-void hixl_epf_retain(hixl_epf_t *epf)
+void hixl_ep_flush_retain(hixl_ep_flush_t *ep_flush)
 {
-    unsigned before = atomic_fetch_add(&epf->refs, 1);
+    unsigned before = atomic_fetch_add(&ep_flush->refs, 1);
 
     hixl_assert(before >= 1);   /* the owner's reference lives until close */
     (void)before;
 }
 
-void hixl_epf_release(hixl_epf_t *epf)
+void hixl_ep_flush_release(hixl_ep_flush_t *ep_flush)
 {
-    unsigned before = atomic_fetch_sub(&epf->refs, 1);
+    unsigned before = atomic_fetch_sub(&ep_flush->refs, 1);
 
     hixl_assert(before >= 1);   /* never below zero */
     if (before != 1) {
         return;
     }
-    hixl_assert(atomic_load(&epf->calling) == 0);
-    hixl_assert((epf->group == NULL) && (epf->wait_head == NULL));
-    pthread_spin_destroy(&epf->lock);
-    free(epf);
+    hixl_assert(atomic_load(&ep_flush->calling) == 0);
+    hixl_assert((ep_flush->group == NULL) && (ep_flush->wait_head == NULL));
+    pthread_spin_destroy(&ep_flush->lock);
+    free(ep_flush);
 }
 
 /* lock held (or exclusive): if a flush is due, the waiters become its
  * group.  Returns 1 when the caller is to issue it. */
-static int hixl_epf_take_waiters(hixl_epf_t *epf)
+static int hixl_ep_flush_take_waiters(hixl_ep_flush_t *ep_flush)
 {
-    if (!epf->due || (epf->ep == NULL) || (epf->wait_head == NULL)) {
+    if (!ep_flush->due || (ep_flush->ep == NULL) ||
+        (ep_flush->wait_head == NULL)) {
         return 0;
     }
     /* due is set only when the flush in flight ended: no group is out */
-    hixl_assert(epf->group == NULL);
-    hixl_assert(atomic_load(&epf->busy) == 1);
-    epf->group     = epf->wait_head;
-    epf->wait_head = epf->wait_tail = NULL;
-    epf->due       = 0;
+    hixl_assert(ep_flush->group == NULL);
+    hixl_assert(atomic_load(&ep_flush->busy) == 1);
+    ep_flush->group     = ep_flush->wait_head;
+    ep_flush->wait_head = ep_flush->wait_tail = NULL;
+    ep_flush->due                             = 0;
     return 1;
 }
 
 /* lock held (or exclusive): the flush covering the group ended; detach
  * the group.  *due_p: waiters are owed the next flush (busy stays set). */
-static hixl_epf_waiter_t *hixl_epf_claim(hixl_epf_t *epf, int *due_p)
+static hixl_ep_flush_waiter_t *hixl_ep_flush_claim(hixl_ep_flush_t *ep_flush,
+                                                   int             *due_p)
 {
-    hixl_epf_waiter_t *group = epf->group;
+    hixl_ep_flush_waiter_t *group = ep_flush->group;
 
-    hixl_assert(atomic_load(&epf->busy) == 1);   /* a flush was out */
-    epf->group = NULL;
-    if ((epf->ep != NULL) && (epf->wait_head != NULL)) {
-        epf->due = 1;
+    hixl_assert(atomic_load(&ep_flush->busy) == 1);   /* a flush was out */
+    ep_flush->group = NULL;
+    if ((ep_flush->ep != NULL) && (ep_flush->wait_head != NULL)) {
+        ep_flush->due = 1;
         *due_p   = 1;
     } else {
         *due_p = 0;
-        atomic_store_explicit(&epf->busy, 0, memory_order_release);
+        atomic_store_explicit(&ep_flush->busy, 0, memory_order_release);
     }
     return group;
 }
 
 /* Call back a detached list.  own, when set and successful, is not called
  * back but reported in *own_done. */
-static void hixl_epf_call(hixl_epf_waiter_t *list, ucs_status_t status,
-                          hixl_epf_waiter_t *own, int *own_done)
+static void hixl_ep_flush_call(hixl_ep_flush_waiter_t *list,
+                               ucs_status_t status, hixl_ep_flush_waiter_t *own,
+                               int *own_done)
 {
-    hixl_epf_waiter_t *w, *next;
+    hixl_ep_flush_waiter_t *w, *next;
 
     for (w = list; w != NULL; w = next) {
         next    = w->next;   /* w may be gone once called back */
@@ -104,161 +107,164 @@ static void hixl_epf_call(hixl_epf_waiter_t *list, ucs_status_t status,
     }
 }
 
-/* Flush for epf->group.  The caller is the one thread that may add or
+/* Flush for ep_flush->group.  The caller is the one thread that may add or
  * issue (engine lock), and no flush is in flight, so a flush that
  * completes at once is finished here without the spinlock, and the next
  * group with it.  Returns 1 when own was covered by a flush that completed
  * here without error. */
-static int hixl_epf_issue(hixl_epf_t *epf, hixl_epf_waiter_t *own)
+static int hixl_ep_flush_issue(hixl_ep_flush_t        *ep_flush,
+                               hixl_ep_flush_waiter_t *own)
 {
-    hixl_epf_waiter_t *group;
+    hixl_ep_flush_waiter_t *group;
     ucs_status_ptr_t sp;
     int more, due, own_done = 0;
 
-    hixl_assert(epf->group != NULL);   /* what the flush is for */
+    hixl_assert(ep_flush->group != NULL);   /* what the flush is for */
     do {
-        if ((epf->idle != NULL) && epf->idle(epf)) {
+        if ((ep_flush->idle != NULL) && ep_flush->idle(ep_flush)) {
             sp = NULL;   /* nothing to flush: done at once */
         } else {
-            hixl_epf_retain(epf);   /* the flush's, dropped by its completion */
-            sp = epf->flush(epf, epf->ep);
+            /* the flush's, dropped by its completion */
+            hixl_ep_flush_retain(ep_flush);
+            sp = ep_flush->flush(ep_flush, ep_flush->ep);
             if (UCS_PTR_IS_PTR(sp)) {
-                return own_done;   /* the rest: hixl_epf_flushed */
+                return own_done;   /* the rest: hixl_ep_flush_completed */
             }
-            hixl_epf_release(epf);  /* done at once: the owner's ref remains */
+            /* done at once: the owner's ref remains */
+            hixl_ep_flush_release(ep_flush);
         }
-        group = hixl_epf_claim(epf, &due);
-        hixl_epf_call(group, UCS_PTR_STATUS(sp), own, &own_done);
-        more = due && hixl_epf_take_waiters(epf);
+        group = hixl_ep_flush_claim(ep_flush, &due);
+        hixl_ep_flush_call(group, UCS_PTR_STATUS(sp), own, &own_done);
+        more = due && hixl_ep_flush_take_waiters(ep_flush);
     } while (more);
     return own_done;
 }
 
-int hixl_epf_add(hixl_epf_t *epf, hixl_epf_waiter_t *w, int own_fast)
+int hixl_ep_flush_add(hixl_ep_flush_t *ep_flush, hixl_ep_flush_waiter_t *w,
+                      int own_fast)
 {
-    hixl_epf_waiter_t *own = own_fast ? w : NULL;
+    hixl_ep_flush_waiter_t *own = own_fast ? w : NULL;
     int issue;
 
     hixl_assert((w != NULL) && (w->cb != NULL));
     w->next = NULL;
-    if (epf->ep == NULL) {
+    if (ep_flush->ep == NULL) {
         w->cb(w, UCS_ERR_CANCELED);
         return 0;
     }
     /* No flush out or due: only the caller's thread sets busy, and with no
      * flush out no callback touches the lists, so they are ours without
      * the spinlock until a flush goes out. */
-    if (atomic_load_explicit(&epf->busy, memory_order_acquire) == 0) {
-        epf->group = w;
-        atomic_store_explicit(&epf->busy, 1, memory_order_relaxed);
-        return hixl_epf_issue(epf, own);
+    if (atomic_load_explicit(&ep_flush->busy, memory_order_acquire) == 0) {
+        ep_flush->group = w;
+        atomic_store_explicit(&ep_flush->busy, 1, memory_order_relaxed);
+        return hixl_ep_flush_issue(ep_flush, own);
     }
-    pthread_spin_lock(&epf->lock);
-    if (!atomic_load(&epf->busy)) {
-        epf->group = w;   /* a callback cleared it just now */
-        atomic_store(&epf->busy, 1);
+    pthread_spin_lock(&ep_flush->lock);
+    if (!atomic_load(&ep_flush->busy)) {
+        ep_flush->group = w;   /* a callback cleared it just now */
+        atomic_store(&ep_flush->busy, 1);
         issue = 1;
     } else {
         /* the flush in flight may predate w's operations: the next one */
-        if (epf->wait_tail != NULL) {
-            epf->wait_tail->next = w;
+        if (ep_flush->wait_tail != NULL) {
+            ep_flush->wait_tail->next = w;
         } else {
-            epf->wait_head = w;
+            ep_flush->wait_head = w;
         }
-        epf->wait_tail = w;
+        ep_flush->wait_tail = w;
         /* the flush in flight completed and nobody issued the next yet */
-        issue = hixl_epf_take_waiters(epf);
+        issue = hixl_ep_flush_take_waiters(ep_flush);
     }
-    pthread_spin_unlock(&epf->lock);
-    return issue ? hixl_epf_issue(epf, own) : 0;
+    pthread_spin_unlock(&ep_flush->lock);
+    return issue ? hixl_ep_flush_issue(ep_flush, own) : 0;
 }
 
-int hixl_epf_progress(hixl_epf_t *epf)
+int hixl_ep_flush_progress(hixl_ep_flush_t *ep_flush)
 {
     int issue;
 
-    pthread_spin_lock(&epf->lock);
-    issue = hixl_epf_take_waiters(epf);
-    pthread_spin_unlock(&epf->lock);
+    pthread_spin_lock(&ep_flush->lock);
+    issue = hixl_ep_flush_take_waiters(ep_flush);
+    pthread_spin_unlock(&ep_flush->lock);
     if (issue) {
-        hixl_epf_issue(epf, NULL);
+        hixl_ep_flush_issue(ep_flush, NULL);
     }
     return issue;
 }
 
-void hixl_epf_flushed(hixl_epf_t *epf, ucs_status_t status)
+void hixl_ep_flush_completed(hixl_ep_flush_t *ep_flush, ucs_status_t status)
 {
-    hixl_epf_waiter_t *group;
+    hixl_ep_flush_waiter_t *group;
     unsigned calling;
     int due;
 
-    pthread_spin_lock(&epf->lock);
-    group = hixl_epf_claim(epf, &due);
-    atomic_fetch_add(&epf->calling, 1);   /* close waits for us */
-    pthread_spin_unlock(&epf->lock);
+    pthread_spin_lock(&ep_flush->lock);
+    group = hixl_ep_flush_claim(ep_flush, &due);
+    atomic_fetch_add(&ep_flush->calling, 1);   /* close waits for us */
+    pthread_spin_unlock(&ep_flush->lock);
 
-    hixl_epf_call(group, status, NULL, NULL);
-    calling = atomic_fetch_sub(&epf->calling, 1);
+    hixl_ep_flush_call(group, status, NULL, NULL);
+    calling = atomic_fetch_sub(&ep_flush->calling, 1);
     hixl_assert(calling >= 1);   /* never below zero */
     (void)calling;
     if (due) {
         /* the engine lock may not be taken here: the next flush is issued
-         * by a caller that holds it (hixl_epf_progress, hixl_epf_add) */
-        atomic_store(epf->wanted, 1);
+         * by a caller that holds it (hixl_ep_flush_progress, hixl_ep_flush_add)
+         */
+        atomic_store(ep_flush->wanted, 1);
     }
 }
 
-void hixl_epf_close(hixl_epf_t *epf, ucs_status_t status)
+void hixl_ep_flush_close(hixl_ep_flush_t *ep_flush, ucs_status_t status)
 {
-    hixl_epf_waiter_t *list;
+    hixl_ep_flush_waiter_t *list;
 
-    if (epf->ep == NULL) {
+    if (ep_flush->ep == NULL) {
         return;
     }
-    pthread_spin_lock(&epf->lock);
-    list = epf->group;
+    pthread_spin_lock(&ep_flush->lock);
+    list = ep_flush->group;
     if (list != NULL) {
-        hixl_epf_waiter_t *tail = list;
+        hixl_ep_flush_waiter_t *tail = list;
 
         while (tail->next != NULL) {
             tail = tail->next;
         }
-        tail->next = epf->wait_head;
+        tail->next = ep_flush->wait_head;
     } else {
-        list = epf->wait_head;
+        list = ep_flush->wait_head;
     }
-    epf->group     = NULL;
-    epf->wait_head = epf->wait_tail = NULL;
-    epf->due       = 0;
-    epf->ep        = NULL;
-    pthread_spin_unlock(&epf->lock);
+    ep_flush->group     = NULL;
+    ep_flush->wait_head = ep_flush->wait_tail = NULL;
+    ep_flush->due                             = 0;
+    ep_flush->ep                              = NULL;
+    pthread_spin_unlock(&ep_flush->lock);
 
-    hixl_epf_call(list, status, NULL, NULL);
+    hixl_ep_flush_call(list, status, NULL, NULL);
     /* a completion that claimed its group before us is calling it back:
      * its waiters must be done before anyone may free them */
-    while (atomic_load(&epf->calling) != 0) {
+    while (atomic_load(&ep_flush->calling) != 0) {
         sched_yield();
     }
-    hixl_epf_release(epf);
+    hixl_ep_flush_release(ep_flush);
 }
 
 /* ---- UCX ------------------------------------------------------------------ */
 
-static void hixl_epf_ucp_cb(void *request, ucs_status_t status,
-                            void *user_data)
+static void hixl_ep_flush_ucp_cb(void *request, ucs_status_t status,
+                                 void *user_data)
 {
-    hixl_epf_t *epf = user_data;
+    hixl_ep_flush_t *ep_flush = user_data;
 
     ucp_request_free(request);
-    hixl_epf_flushed(epf, status);
-    hixl_epf_release(epf);
+    hixl_ep_flush_completed(ep_flush, status);
+    hixl_ep_flush_release(ep_flush);
 }
 
-ucs_status_ptr_t hixl_epf_ucp_post(void *ep,
-                                   void (*cb)(void *request,
-                                              ucs_status_t status,
-                                              void *user_data),
-                                   void *arg)
+ucs_status_ptr_t hixl_ep_flush_ucp_post(
+    void *ep, void (*cb)(void *request, ucs_status_t status, void *user_data),
+    void *arg)
 {
     ucp_request_param_t param;
 
@@ -270,7 +276,7 @@ ucs_status_ptr_t hixl_epf_ucp_post(void *ep,
     return ucp_ep_flush_nbx((ucp_ep_h)ep, &param);
 }
 
-ucs_status_ptr_t hixl_epf_ucp_flush(hixl_epf_t *epf, void *ep)
+ucs_status_ptr_t hixl_ep_flush_via_ucp(hixl_ep_flush_t *ep_flush, void *ep)
 {
-    return hixl_epf_ucp_post(ep, hixl_epf_ucp_cb, epf);
+    return hixl_ep_flush_ucp_post(ep, hixl_ep_flush_ucp_cb, ep_flush);
 }

@@ -8,7 +8,7 @@
  * and a revoke answer wait for, and what disconnect, connect's wire-up,
  * staging and finalize need.  All of them are waiters here:
  *
- *   hixl_epf_waiter_t { next, cb }      embedded in the waiter's own record
+ *   hixl_ep_flush_waiter_t { next, cb }   embedded in the waiter's record
  *
  * Flushes are shared, as a database shares a log write between commits
  * (group commit), because a flush costs a round trip where the transport
@@ -26,16 +26,16 @@
  * ever waits.
  *
  * Exactly once: every waiter added is called back once, with the flush's
- * status or with the status given to hixl_epf_close(), which settles every
+ * status or with the status given to hixl_ep_flush_close(), which settles every
  * waiter still queued before it returns, and waits for callbacks already
  * running elsewhere.  A late UCX callback of a closed endpoint (UCX 1.13 may
  * call a force-closed endpoint's flush back as late as worker destroy)
  * finds nothing to do: the service object lives until then (refcount).
  *
- * Threads: hixl_epf_add, hixl_epf_progress and hixl_epf_close are called by
- * one thread at a time (the engine lock); UCX calls flushes back from any
- * thread, maybe with that lock held elsewhere, so callbacks never take it:
- * a waiter's cb must not block on the engine lock.  The group lists are
+ * Threads: hixl_ep_flush_add, hixl_ep_flush_progress and hixl_ep_flush_close
+ * are called by one thread at a time (the engine lock); UCX calls flushes back
+ * from any thread, maybe with that lock held elsewhere, so callbacks never take
+ * it: a waiter's cb must not block on the engine lock.  The group lists are
  * guarded by a spinlock of their own, never held across a UCX call or a
  * callback.
  *
@@ -49,23 +49,24 @@
 #include <stdatomic.h>
 #include <ucs/type/status.h>
 
-typedef struct hixl_epf_waiter hixl_epf_waiter_t;
-typedef struct hixl_epf        hixl_epf_t;
+typedef struct hixl_ep_flush_waiter hixl_ep_flush_waiter_t;
+typedef struct hixl_ep_flush        hixl_ep_flush_t;
 
-struct hixl_epf_waiter {
-    hixl_epf_waiter_t *next;
+struct hixl_ep_flush_waiter {
+    hixl_ep_flush_waiter_t *next;
     /* called once, from any thread, with no engine lock held or with it
      * held by the caller of add/progress/close; must not take it */
-    void             (*cb)(hixl_epf_waiter_t *waiter, ucs_status_t status);
+    void (*cb)(hixl_ep_flush_waiter_t *waiter, ucs_status_t status);
 };
 
 /*
- * Post one flush of ep whose completion calls hixl_epf_flushed(epf, status)
- * (then drops the reference the service took for it).  Returns NULL when
- * it completed at once, an error pointer when it could not be posted, or
+ * Post one flush of ep whose completion calls hixl_ep_flush_completed(ep_flush,
+ * status) (then drops the reference the service took for it).  Returns NULL
+ * when it completed at once, an error pointer when it could not be posted, or
  * anything else while it is in flight (UCS_PTR_* conventions).
  */
-typedef ucs_status_ptr_t (*hixl_epf_flush_fn_t)(hixl_epf_t *epf, void *ep);
+typedef ucs_status_ptr_t (*hixl_ep_flush_fn_t)(hixl_ep_flush_t *ep_flush,
+                                               void            *ep);
 
 /*
  * Optional: whether a flush of ep now would complete at once without
@@ -75,38 +76,38 @@ typedef ucs_status_ptr_t (*hixl_epf_flush_fn_t)(hixl_epf_t *epf, void *ep);
  * takes (a small transfer that completed inside its post paid a fifth of
  * its cost in those atomics).
  */
-typedef int (*hixl_epf_idle_fn_t)(hixl_epf_t *epf);
+typedef int (*hixl_ep_flush_idle_fn_t)(hixl_ep_flush_t *ep_flush);
 
-struct hixl_epf {
+struct hixl_ep_flush {
     pthread_spinlock_t   lock;
     void                *owner;        /* the flush function's context */
     atomic_uint          refs;         /* owner + flushes in flight */
     atomic_uint          calling;      /* callbacks running outside lock */
     void                *ep;           /* NULL once closed */
-    hixl_epf_flush_fn_t  flush;
-    hixl_epf_idle_fn_t   idle;         /* NULL: always flush */
+    hixl_ep_flush_fn_t      flush;
+    hixl_ep_flush_idle_fn_t idle;         /* NULL: always flush */
     atomic_int          *wanted;       /* set when a flush is due */
     atomic_int           busy;         /* a flush is in flight or due */
     int                  due;          /* the waiters' flush is to issue */
-    hixl_epf_waiter_t   *group;        /* what the flush in flight covers */
-    hixl_epf_waiter_t   *wait_head;    /* added since: the next group */
-    hixl_epf_waiter_t   *wait_tail;
+    hixl_ep_flush_waiter_t *group;        /* what the flush in flight covers */
+    hixl_ep_flush_waiter_t *wait_head;    /* added since: the next group */
+    hixl_ep_flush_waiter_t *wait_tail;
 };
 
 /* A service for ep.  wanted: a flag the owner's progress watches to call
- * hixl_epf_progress (a callback may not issue the next flush itself).
+ * hixl_ep_flush_progress (a callback may not issue the next flush itself).
  * NULL when out of memory. */
-hixl_epf_t *hixl_epf_create(void *ep, hixl_epf_flush_fn_t flush,
-                            atomic_int *wanted);
+hixl_ep_flush_t *hixl_ep_flush_create(void *ep, hixl_ep_flush_fn_t flush,
+                                      atomic_int *wanted);
 
 /* The flush of the real thing: ucp_ep_flush_nbx on a ucp_ep_h. */
-ucs_status_ptr_t hixl_epf_ucp_flush(hixl_epf_t *epf, void *ep);
+ucs_status_ptr_t hixl_ep_flush_via_ucp(hixl_ep_flush_t *ep_flush, void *ep);
 
 /*
  * UCX's flush of ep (a ucp_ep_h): the library's one call of
  * ucp_ep_flush_nbx.  cb is UCX's send callback (it frees the request) and
  * gets arg; returns as ucp_ep_flush_nbx does.  Its callers:
- *  - hixl_epf_ucp_flush, and a flush function that adds to UCX's flush
+ *  - hixl_ep_flush_via_ucp, and a flush function that adds to UCX's flush
  *    (core/peer/channel.c: the answers of the library's own messages); both
  *    run inside the service, which shares and settles them;
  *  - endpoint retirement (core/peer/ep_retire.h), the one user outside the
@@ -120,11 +121,9 @@ ucs_status_ptr_t hixl_epf_ucp_flush(hixl_epf_t *epf, void *ep);
  *    be used only inside a callback of UCX that passed it, so it is
  *    flushed there, once, before its forced close.
  */
-ucs_status_ptr_t hixl_epf_ucp_post(void *ep,
-                                   void (*cb)(void *request,
-                                              ucs_status_t status,
-                                              void *user_data),
-                                   void *arg);
+ucs_status_ptr_t hixl_ep_flush_ucp_post(
+    void *ep, void (*cb)(void *request, ucs_status_t status, void *user_data),
+    void *arg);
 
 /*
  * Have w called back once a flush posted after this call completes.
@@ -133,24 +132,25 @@ ucs_status_ptr_t hixl_epf_ucp_post(void *ep,
  * then finishes w's business itself (a transfer that completed inside its
  * post does so without atomics).  Closed: w->cb(UCS_ERR_CANCELED) at once.
  */
-int hixl_epf_add(hixl_epf_t *epf, hixl_epf_waiter_t *w, int own_fast);
+int hixl_ep_flush_add(hixl_ep_flush_t *ep_flush, hixl_ep_flush_waiter_t *w,
+                      int own_fast);
 
 /* Issue the flush that a callback left due (the owner's progress, when
  * *wanted was set).  Returns 1 when it issued one. */
-int hixl_epf_progress(hixl_epf_t *epf);
+int hixl_ep_flush_progress(hixl_ep_flush_t *ep_flush);
 
-/* A flush of epf completed with status (from the flush function's
+/* A flush of ep_flush completed with status (from the flush function's
  * completion; any thread). */
-void hixl_epf_flushed(hixl_epf_t *epf, ucs_status_t status);
+void hixl_ep_flush_completed(hixl_ep_flush_t *ep_flush, ucs_status_t status);
 
 /* The endpoint is closing: no flush is issued on it again, every waiter
  * still queued is called back with status before this returns, and
  * callbacks running elsewhere have finished.  Drops the owner's
- * reference, so the owner calls it once and forgets epf. */
-void hixl_epf_close(hixl_epf_t *epf, ucs_status_t status);
+ * reference, so the owner calls it once and forgets ep_flush. */
+void hixl_ep_flush_close(hixl_ep_flush_t *ep_flush, ucs_status_t status);
 
 /* Take / drop a reference (the owner's is taken by create). */
-void hixl_epf_retain(hixl_epf_t *epf);
-void hixl_epf_release(hixl_epf_t *epf);
+void hixl_ep_flush_retain(hixl_ep_flush_t *ep_flush);
+void hixl_ep_flush_release(hixl_ep_flush_t *ep_flush);
 
 #endif

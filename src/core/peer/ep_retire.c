@@ -75,7 +75,7 @@ static void hixl_retire_flush(hixl_retire_t *r)
 {
     ucs_status_ptr_t sp;
 
-    sp = hixl_epf_ucp_post(r->ep, hixl_retire_flushed, r);
+    sp = hixl_ep_flush_ucp_post(r->ep, hixl_retire_flushed, r);
     if (!UCS_PTR_IS_PTR(sp)) {
         r->flushed = UCS_PTR_IS_ERR(sp) ? -1 : 1;
         hixl_retire_release(r);   /* no callback will come */
@@ -371,7 +371,7 @@ void hixl_retire_reply_ep(hixl_engine_t *engine, ucp_ep_h ep, uint64_t conn,
     hixl_log_debug("retiring the endpoint of connection %" PRIx64 ": %s",
                    conn, why);
     /* a served endpoint has no flush service (ep_flush.h) */
-    sp = hixl_epf_ucp_post(ep, hixl_retire_reply_flushed, rr);
+    sp = hixl_ep_flush_ucp_post(ep, hixl_retire_reply_flushed, rr);
     if (!UCS_PTR_IS_PTR(sp)) {
         hixl_retire_reply_unlist(l, ep);
         if (sp == NULL) {

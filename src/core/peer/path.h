@@ -10,7 +10,8 @@
 typedef enum hixl_path {
     HIXL_PATH_RMA,     /* UCX puts and gets (host, or NIC-mapped device
                           memory) */
-    HIXL_PATH_AM,      /* the library's checked messages (core/xfer/am_data.h) */
+    HIXL_PATH_AM,      /* the library's checked messages
+                          (core/xfer/am_data.h) */
     HIXL_PATH_CMA,     /* same-host kernel copies (core/peer/cma.h) */
     HIXL_PATH_MAP,     /* memcpy into a peer's memory UCX maps here */
     HIXL_PATH_IPC,     /* a device copy into a peer's imported device

@@ -332,8 +332,8 @@ static void hixl_peers_flush_due(hixl_engine_t *engine)
     hixl_peer_t *peer;
 
     for (peer = engine->peers.head; peer != NULL; peer = peer->next) {
-        if (peer->epf != NULL) {
-            hixl_epf_progress(peer->epf);
+        if (peer->ep_flush != NULL) {
+            hixl_ep_flush_progress(peer->ep_flush);
         }
     }
 }

@@ -84,7 +84,7 @@ struct hixl_peer {
     struct hixl_chan     *chan;         /* outgoing: its channel */
     hixl_conn_t           conn;
     ucp_ep_h              ep;
-    hixl_epf_t           *epf;          /* with the endpoint */
+    hixl_ep_flush_t      *ep_flush;     /* with the endpoint */
     hixl_ep_err_t        *ep_err;       /* what UCX reported on it */
     pid_t                 cma_pid;      /* outgoing, same host: copies go
                                            straight there (core/peer/cma.h) */

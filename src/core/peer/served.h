@@ -70,10 +70,10 @@ void hixl_served_ack(hixl_engine_t *engine, uint64_t id,
                      const struct hixl_am_hdr *h, hixl_status_t status);
 
 /*
- * Write the answers queued (after every progress of the in worker: the
- * served table registers it with core/worker/progress.h): those of connections with an answer due now, or all
- * of them once a pass of the in worker brought nothing (quiet) or the
- * oldest has waited HIXL_ACK_HOLD_NS.
+ * Write the answers queued (after every progress of the in worker: the served
+ * table registers it with core/worker/progress.h): those of connections with an
+ * answer due now, or all of them once a pass of the in worker brought nothing
+ * (quiet) or the oldest has waited HIXL_ACK_HOLD_NS.
  *
  * An answer is due now unless its WRITE said more of its descriptor
  * follows (HIXL_AM_FLAG_MORE), and a failure always is; the others are

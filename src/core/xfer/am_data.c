@@ -389,12 +389,12 @@ static void hixl_am_answer(hixl_engine_t *engine, ucp_ep_h reply_ep,
 }
 
 /*
- * A WRITE or READ that no live connection owns (serve_lock held, released
- * here) is dropped.  If no live connection has its endpoint either, the
- * endpoint is left from a connection that ended while its connector could
- * not tell us (a partition that healed, its queued messages arriving now):
- * retire it while UCX vouches for it (core/peer/ep_retire.h), or it and its socket
- * stay until the engine goes.
+ * A WRITE or READ that no live connection owns (serve_lock held, released here)
+ * is dropped.  If no live connection has its endpoint either, the endpoint is
+ * left from a connection that ended while its connector could not tell us (a
+ * partition that healed, its queued messages arriving now): retire it while UCX
+ * vouches for it (core/peer/ep_retire.h), or it and its socket stay until the
+ * engine goes.
  */
 static void hixl_am_refuse(hixl_engine_t *engine, const hixl_am_hdr_t *h,
                            ucp_ep_h reply_ep)

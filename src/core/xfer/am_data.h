@@ -23,12 +23,12 @@
  * buffer: a window of copies per channel bounds that memory, and WRITEs
  * beyond it wait in order for room.
  *
- * The target (its in worker) accepts a message only on the endpoint bound
- * to a live connection (core/peer/served.h) and only for a range inside one of
- * its registered host regions, so nothing of an ended connection and
- * nothing from outside the library can land.  The answer comes after the
- * bytes are in memory; the connector counts answers in its channel's
- * epoch slots (core/peer/channel.h), which is what its endpoint flush waits for.
+ * The target (its in worker) accepts a message only on the endpoint bound to a
+ * live connection (core/peer/served.h) and only for a range inside one of its
+ * registered host regions, so nothing of an ended connection and nothing from
+ * outside the library can land.  The answer comes after the bytes are in
+ * memory; the connector counts answers in its channel's epoch slots
+ * (core/peer/channel.h), which is what its endpoint flush waits for.
  */
 #ifndef HIXL_CORE_AM_DATA_H_
 #define HIXL_CORE_AM_DATA_H_

@@ -275,7 +275,7 @@ void hixl_req_data_done(hixl_request_t *req)
     hixl_req_complete_one(req);
 }
 
-void hixl_req_flushed(hixl_epf_waiter_t *waiter, ucs_status_t ustatus)
+void hixl_req_flushed(hixl_ep_flush_waiter_t *waiter, ucs_status_t ustatus)
 {
     hixl_request_t *req = (hixl_request_t*)((char*)waiter -
                                             offsetof(hixl_request_t, flush));

@@ -63,7 +63,7 @@ struct hixl_request {
     /* runs once every byte landed, before the last pending drop (NULL:
      * nothing to do): sends the per-transfer notify */
     void               (*after_data)(hixl_request_t *req);
-    hixl_epf_waiter_t    flush;        /* in its endpoint's flush group */
+    hixl_ep_flush_waiter_t flush;   /* in its endpoint's flush group */
     char                 errmsg[256];
     hixl_request_t      *next_free;
 };
@@ -146,7 +146,7 @@ void hixl_req_data_done(hixl_request_t *req);
 
 /* The flush waiter's callback: a flush covering req ended with ustatus
  * (the flush's hold is dropped). */
-void hixl_req_flushed(hixl_epf_waiter_t *waiter, ucs_status_t ustatus);
+void hixl_req_flushed(hixl_ep_flush_waiter_t *waiter, ucs_status_t ustatus);
 
 /* Report a finished request (COMPLETED or FAILED, the reason into the
  * caller's last error) and release it; returns its status. */

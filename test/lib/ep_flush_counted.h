@@ -3,8 +3,8 @@
  * A flush waiter for unit tests (core/peer/ep_flush.h) that counts its
  * callbacks and keeps the last status.
  */
-#ifndef HIXL_TEST_EPF_COUNTED_H_
-#define HIXL_TEST_EPF_COUNTED_H_
+#ifndef HIXL_TEST_EP_FLUSH_COUNTED_H_
+#define HIXL_TEST_EP_FLUSH_COUNTED_H_
 
 #include "core/peer/ep_flush.h"
 
@@ -13,12 +13,12 @@
 #include <ucs/type/status.h>
 
 typedef struct counted {
-    hixl_epf_waiter_t w;
+    hixl_ep_flush_waiter_t w;
     atomic_int        calls;
     ucs_status_t      status;   /* UCS_INPROGRESS until called back */
 } counted_t;
 
-static inline void counted_cb(hixl_epf_waiter_t *w, ucs_status_t status)
+static inline void counted_cb(hixl_ep_flush_waiter_t *w, ucs_status_t status)
 {
     counted_t *c = (counted_t*)w;
 
