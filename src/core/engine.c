@@ -259,7 +259,7 @@ static hixl_status_t hixl_engine_init(hixl_engine_t *engine,
         status = hixl_chan_init(engine);
     }
     if (status == HIXL_SUCCESS) {
-        status = hixl_served_init(engine);
+        status = hixl_inbound_init(engine);
     }
     if (status == HIXL_SUCCESS) {
         status = hixl_retire_init(engine);
@@ -499,7 +499,7 @@ void hixl_engine_free(hixl_engine_t *engine)
     hixl_am_data_cleanup(engine);
     hixl_am_cleanup(engine);
     hixl_chan_table_cleanup(&engine->chans);
-    hixl_served_cleanup(engine);
+    hixl_inbound_cleanup(engine);
     pthread_rwlock_destroy(&engine->serve_lock);
     pthread_mutex_destroy(&engine->retires.lock);
     if (engine->log_held) {

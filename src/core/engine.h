@@ -31,7 +31,7 @@
 #include "core/worker/progress.h"
 #include "core/xfer/request.h"
 #include "core/peer/rtable.h"
-#include "core/peer/served.h"
+#include "core/peer/inbound.h"
 #include "core/peer/ep_retire.h"
 #include "core/worker/events.h"
 #include "util/engine_name.h"
@@ -56,7 +56,7 @@ struct hixl_engine {
 
     ucp_context_h      ucp_context;
     /* Two workers, so that UCX never pairs an endpoint this engine creates
-     * with one its peer created (core/peer/served.h): out makes every endpoint
+     * with one its peer created (core/peer/inbound.h): out makes every endpoint
      * this engine initiates; in, only when the engine listens, is what
      * connectors reach (its address goes in HELLO_ACK) and never creates
      * one itself. */
@@ -74,11 +74,11 @@ struct hixl_engine {
     hixl_peer_table_t  peers;
     hixl_mem_table_t   mem;
     /* what UCX callbacks and the library's message handlers look up
-     * (channels, served connections, the region index): they may not take
+     * (channels, inbound connections, the region index): they may not take
      * engine->lock; writers hold both */
     pthread_rwlock_t   serve_lock;
     hixl_chan_table_t  chans;
-    hixl_served_t      served;
+    hixl_inbound_t     inbound;
     hixl_retires_t     retires;       /* endpoints closing (ep_retire.h) */
     struct hixl_am_pool *am;          /* core/am/am.c */
     struct hixl_am_data *am_data;     /* core/xfer/am_data.c */

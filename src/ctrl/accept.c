@@ -188,16 +188,16 @@ static int hixl_resume_matches(const struct hixl_handshake *hs,
 }
 
 /*
- * A connector says hello under a name that has a connection here already.
- * The engine that held the old connection proves it is the same by the
- * resume token this listener issued to that connection alone: it has given
- * the old connection up (it can hold only one to us), so the new one
- * replaces it, and the old one is closed first, endpoint included, so that
- * nothing it still sends can land (core/peer/served.h).  The same goes when the
- * old connection is dead.  Anyone else under the same name while the old
- * connection lives is refused, saying when the old one would be given up if
- * it is silent.  Returns 1 when peer was refused; *instance_p is the
- * old connection's remote_instance when the same engine is back, else 0.
+ * A connector says hello under a name that has a connection here already. The
+ * engine that held the old connection proves it is the same by the resume token
+ * this listener issued to that connection alone: it has given the old
+ * connection up (it can hold only one to us), so the new one replaces it, and
+ * the old one is closed first, endpoint included, so that nothing it still
+ * sends can land (core/peer/inbound.h).  The same goes when the old connection
+ * is dead.  Anyone else under the same name while the old connection lives is
+ * refused, saying when the old one would be given up if it is silent.  Returns
+ * 1 when peer was refused; *instance_p is the old connection's remote_instance
+ * when the same engine is back, else 0.
  */
 static int hixl_handshake_replace(hixl_engine_t *engine, hixl_peer_t *peer,
                                   uint64_t *instance_p)
@@ -273,7 +273,7 @@ static int hixl_handshake_accept(hixl_engine_t *engine, hixl_peer_t *peer)
     hixl_ended_forget(&engine->ctrl->ended, peer->name, 0);
     hixl_conn_expect(&peer->conn, 0);   /* known now: every message */
 
-    if ((hixl_served_open(engine, peer) != HIXL_SUCCESS) ||
+    if ((hixl_inbound_open(engine, peer) != HIXL_SUCCESS) ||
         (hixl_send_hello_ack(engine, peer) != HIXL_SUCCESS) ||
         (hixl_peer_accepted(engine, peer) != HIXL_SUCCESS)) {
         hixl_peer_close(engine, peer, HIXL_FAILED, "handshake: %s",

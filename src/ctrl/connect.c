@@ -220,14 +220,14 @@ static int hixl_bind_over(void *arg)
 }
 
 /* Wait for BIND_ACK: the listener owns the endpoint UCX made for this
- * connection (core/peer/served.h), and the answer came back through UCX, so its
- * lanes are wired up both ways: transfers start on a connected endpoint,
- * and a peer that dies meets an idle endpoint, not a wire-up in progress
- * (UCX 1.13 asserts on some wire-up messages from a vanished peer).
- * Waited for as control traffic, not as a transfer: the progress thread
- * sleeps until UCX's event fd or BIND_ACK's broadcast wakes it, instead of
- * polling between the wire-up's messages: when many engines connect at
- * once, that polling is CPU the other wire-ups need. */
+ * connection (core/peer/inbound.h), and the answer came back through UCX, so
+ * its lanes are wired up both ways: transfers start on a connected endpoint,
+ * and a peer that dies meets an idle endpoint, not a wire-up in progress (UCX
+ * 1.13 asserts on some wire-up messages from a vanished peer). Waited for as
+ * control traffic, not as a transfer: the progress thread sleeps until UCX's
+ * event fd or BIND_ACK's broadcast wakes it, instead of polling between the
+ * wire-up's messages: when many engines connect at once, that polling is CPU
+ * the other wire-ups need. */
 static hixl_status_t hixl_connect_wire_up(hixl_engine_t *engine,
                                           hixl_peer_t *peer,
                                           uint64_t deadline)

@@ -86,8 +86,8 @@ typedef struct hixl_msg {
             uint32_t     max_layers;
             hixl_msg_bytes_t proof;        /* listener's MAC, when
                                           authenticated */
-            uint64_t     conn;         /* the connection's id: BIND names it
-                                          (core/peer/served.h) */
+            uint64_t         conn;         /* the connection's id: BIND names it
+                                          (core/peer/inbound.h) */
             /* same-host copies (core/peer/cma.h): the listener's process, sent
              * only to a connector of the same host, which then asks the
              * kernel whether that process holds the other end */

@@ -19,7 +19,7 @@
 #include "core/engine.h"
 #include "core/peer/ep_retire.h"
 #include "core/peer/peer.h"
-#include "core/peer/served.h"
+#include "core/peer/inbound.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -45,15 +45,15 @@ START_TEST(test_ids_on_a_bare_engine)
 }
 END_TEST
 
-/* The listener's served slot of the connection with id (or NULL). */
-static hixl_served_slot_t *served_slot(hixl_engine_t *engine, uint64_t id)
+/* The listener's inbound slot of the connection with id (or NULL). */
+static hixl_inbound_slot_t *inbound_slot(hixl_engine_t *engine, uint64_t id)
 {
     size_t i;
 
-    for (i = 0; i < engine->served.cap; ++i) {
-        if ((engine->served.slots[i].id == id) &&
-            (engine->served.slots[i].state != HIXL_SERVED_FREE)) {
-            return &engine->served.slots[i];
+    for (i = 0; i < engine->inbound.cap; ++i) {
+        if ((engine->inbound.slots[i].id == id) &&
+            (engine->inbound.slots[i].state != HIXL_INBOUND_FREE)) {
+            return &engine->inbound.slots[i];
         }
     }
     return NULL;
@@ -62,11 +62,11 @@ static hixl_served_slot_t *served_slot(hixl_engine_t *engine, uint64_t id)
 START_TEST(test_disconnect_retires)
 {
     hixl_engine_t *listener, *client;
-    hixl_served_slot_t *slot;
+    hixl_inbound_slot_t *slot;
     const char *lname;
     hixl_peer_t *peer;
     uint64_t conn, seen[3] = {0, 0, 0};
-    ucp_ep_h served_ep;
+    ucp_ep_h             inbound_ep;
     int round;
 
     setenv("UCX_TLS", "tcp", 1);
@@ -86,12 +86,12 @@ START_TEST(test_disconnect_retires)
 
         /* the listener's end is bound to the endpoint BIND came on */
         pthread_rwlock_rdlock(&listener->serve_lock);
-        slot = served_slot(listener, conn);
+        slot = inbound_slot(listener, conn);
         ck_assert_ptr_nonnull(slot);
-        ck_assert_int_eq(slot->state, HIXL_SERVED_BOUND);
-        served_ep = slot->ep;
-        ck_assert_ptr_nonnull(served_ep);
-        ck_assert_int_eq(hixl_served_check(listener, conn, served_ep), 1);
+        ck_assert_int_eq(slot->state, HIXL_INBOUND_BOUND);
+        inbound_ep = slot->ep;
+        ck_assert_ptr_nonnull(inbound_ep);
+        ck_assert_int_eq(hixl_inbound_check(listener, conn, inbound_ep), 1);
         pthread_rwlock_unlock(&listener->serve_lock);
 
         /* in order, nothing in flight: flushed, UNBIND, answered, closed */
@@ -108,7 +108,7 @@ START_TEST(test_disconnect_retires)
         }
         /* the listener: nothing naming the connection is accepted now */
         pthread_rwlock_rdlock(&listener->serve_lock);
-        ck_assert_int_eq(hixl_served_check(listener, conn, served_ep), 0);
+        ck_assert_int_eq(hixl_inbound_check(listener, conn, inbound_ep), 0);
         pthread_rwlock_unlock(&listener->serve_lock);
     }
     /* every connector endpoint retired: none left on the list */

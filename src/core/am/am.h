@@ -4,7 +4,7 @@
  * sending them, and receiving them through one validating dispatcher.
  *
  * It sits below everything that speaks these messages: channels (BIND),
- * the served table (BIND_ACK), endpoint retirement (UNBIND, UNBIND_ACK)
+ * the inbound table (BIND_ACK), endpoint retirement (UNBIND, UNBIND_ACK)
  * and the WRITE/READ data protocol (core/xfer/am_data.h).  It knows none of
  * them: each registers a handler for its message ids, and the dispatcher
  * hands a handler only what passed the checks every one of them needs:

@@ -57,7 +57,7 @@ enum {
 #define HIXL_AM_FLAG_SLOT      1u     /* the epoch slot of the operation */
 #define HIXL_AM_FLAG_ERR_PEER  2u     /* BIND: the endpoint is in PEER mode */
 /* WRITE: more of its descriptor follows at once, so its answer may wait
- * to go out with theirs (core/peer/served.h); a receiver that does not know
+ * to go out with theirs (core/peer/inbound.h); a receiver that does not know
  * the flag answers at once, and echoes it, which the sender ignores */
 #define HIXL_AM_FLAG_MORE      4u
 

@@ -11,7 +11,7 @@
  * It holds:
  *  - the binding: BIND sent to the listener with UCX's REPLY flag, so that
  *    the listener knows the endpoint UCX made for this connection
- *    (core/peer/served.h); BIND_ACK answers (UNBIND ends it:
+ *    (core/peer/inbound.h); BIND_ACK answers (UNBIND ends it:
  *    core/peer/ep_retire.h);
  *  - the count of library WRITE/READ messages not answered yet, in two
  *    epoch slots: an endpoint flush closes the current slot and completes

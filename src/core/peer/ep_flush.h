@@ -116,7 +116,7 @@ ucs_status_ptr_t hixl_ep_flush_via_ucp(hixl_ep_flush_t *ep_flush, void *ep);
  *    layer signals, revoke answers) with the connection's end, and what is
  *    left is the flush that tells when the endpoint may be force-closed
  *    (a forced close must never meet a blocked queue), which nobody waits
- *    on and nothing may settle.  A listener's served endpoint never has a
+ *    on and nothing may settle.  A listener's inbound endpoint never has a
  *    service: it is UCX's own, made for the connector's wire-up, and may
  *    be used only inside a callback of UCX that passed it, so it is
  *    flushed there, once, before its forced close.

@@ -34,7 +34,7 @@ struct hixl_retire {
     char           name[HIXL_ENGINE_NAME_MAX + 1];
 };
 
-/* A served endpoint being retired: one flush each, however many messages
+/* An inbound endpoint being retired: one flush each, however many messages
  * of its ended connection still arrive meanwhile. */
 struct hixl_reply_retire {
     hixl_reply_retire_t *next;
@@ -298,12 +298,12 @@ static void hixl_retire_force(ucp_ep_h ep)
     cp.cb.send      = hixl_retire_req_free;
     sp = ucp_ep_close_nbx(ep, &cp);
     if (UCS_PTR_IS_ERR(sp)) {
-        hixl_log_debug("closing a served endpoint: %s",
+        hixl_log_debug("closing an inbound endpoint: %s",
                        ucs_status_string(UCS_PTR_STATUS(sp)));
     }
 }
 
-/* Take ep out of the served endpoints being retired (1 if it was in). */
+/* Take ep out of the inbound endpoints being retired (1 if it was in). */
 static int hixl_retire_reply_unlist(hixl_retires_t *l, ucp_ep_h ep)
 {
     hixl_reply_retire_t **pp, *rr;
@@ -322,7 +322,7 @@ static int hixl_retire_reply_unlist(hixl_retires_t *l, ucp_ep_h ep)
     return found;
 }
 
-/* The flush of a served endpoint ended: without error, UCX has not
+/* The flush of an inbound endpoint ended: without error, UCX has not
  * destroyed it (a failure would have ended the flush with an error
  * first), and its queue is empty. */
 static void hixl_retire_reply_flushed(void *request, ucs_status_t status,
@@ -370,7 +370,7 @@ void hixl_retire_reply_ep(hixl_engine_t *engine, ucp_ep_h ep, uint64_t conn,
     }
     hixl_log_debug("retiring the endpoint of connection %" PRIx64 ": %s",
                    conn, why);
-    /* a served endpoint has no flush service (ep_flush.h) */
+    /* an inbound endpoint has no flush service (ep_flush.h) */
     sp = hixl_ep_flush_ucp_post(ep, hixl_retire_reply_flushed, rr);
     if (!UCS_PTR_IS_PTR(sp)) {
         hixl_retire_reply_unlist(l, ep);

@@ -7,7 +7,7 @@
  * tests):
  *
  *  1. An endpoint made from a worker address has a partner that UCX made
- *     in the other worker for it (the listener's, core/peer/served.h), and
+ *     in the other worker for it (the listener's, core/peer/inbound.h), and
  *     there is no disconnect between the two: closing one leaves the
  *     other, and on tcp the socket they share, until the other is closed
  *     too or a worker goes (ucp_ep_disconnected keeps "endpoints which
@@ -33,7 +33,7 @@
  * hixl_peer_end_t) retires its endpoint (hixl_retire_start): it flushes
  * it; if the connection ended in order with nothing in flight, it then
  * sends UNBIND on it with the REPLY flag, and the listener's handler takes
- * the endpoint out of the served table, answers UNBIND_ACK on it and
+ * the endpoint out of the inbound table, answers UNBIND_ACK on it and
  * retires its own end (flush, then forced close).  A peer that is gone
  * (its sockets closed without a goodbye) or an endpoint UCX reported an
  * error on is closed at once, as before: nothing is blocked there, and a
@@ -76,7 +76,7 @@ typedef struct hixl_reply_retire hixl_reply_retire_t;
 typedef struct hixl_retires {
     pthread_mutex_t lock;        /* the lists; taken inside UCX callbacks */
     hixl_retire_t  *head;        /* connector endpoints */
-    hixl_reply_retire_t *replies;   /* served endpoints being flushed */
+    hixl_reply_retire_t *replies;     /* inbound endpoints being flushed */
     uint64_t        next_id;
     atomic_uint     count;
 } hixl_retires_t;
@@ -103,8 +103,8 @@ void hixl_retire_reply_ep(hixl_engine_t *engine, ucp_ep_h ep, uint64_t conn,
  * gone, so its argument lives until then. */
 void hixl_retire_cleanup(hixl_engine_t *engine);
 
-/* The UNBIND_ACK handler (out worker; UNBIND's is the served table's,
- * core/peer/served.h), the progress callback that closes endpoints whose time
+/* The UNBIND_ACK handler (out worker; UNBIND's is the inbound table's,
+ * core/peer/inbound.h), the progress callback that closes endpoints whose time
  * came (engine set-up; the list's lock is the engine's to create and
  * destroy). */
 hixl_status_t hixl_retire_init(hixl_engine_t *engine);

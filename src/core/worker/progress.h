@@ -172,8 +172,8 @@ void hixl_progress_on_flush_due(hixl_engine_t *engine,
                                 hixl_flush_due_fn_t fn);
 
 /* What runs after every progress of the in worker, told whether that pass
- * brought nothing (quiet): the served table writes the answers its
- * handlers queued (core/peer/served.h; engine set-up, one). */
+ * brought nothing (quiet): the inbound table writes the answers its
+ * handlers queued (core/peer/inbound.h; engine set-up, one). */
 void hixl_progress_after_in(hixl_engine_t *engine, hixl_in_worker_fn_t fn);
 
 /* Without a progress thread, for a caller about to sleep on the engine's

@@ -14,7 +14,7 @@
 #include "core/xfer/am_data.h"
 #include "core/peer/ep_retire.h"
 #include "core/engine.h"
-#include "core/peer/served.h"
+#include "core/peer/inbound.h"
 #include "util/copy.h"
 #include "util/debug.h"
 #include "util/log.h"
@@ -337,7 +337,7 @@ static ucs_status_t hixl_am_chunks(hixl_engine_t *engine, hixl_chan_t *chan,
     for (off = 0; (off < len) && (ustatus == UCS_OK); off += n) {
         n       = (len - off < HIXL_AM_CHUNK) ? len - off : HIXL_AM_CHUNK;
         /* the answer of a WRITE but the descriptor's last may be held
-         * (core/peer/served.h) */
+         * (core/peer/inbound.h) */
         more    = (write && (off + n < len)) ? HIXL_AM_FLAG_MORE : 0;
         ustatus = hixl_am_request(engine, chan, req, id, remote + off,
                                   local + off, write ?
@@ -399,7 +399,7 @@ static void hixl_am_answer(hixl_engine_t *engine, ucp_ep_h reply_ep,
 static void hixl_am_refuse(hixl_engine_t *engine, const hixl_am_hdr_t *h,
                            ucp_ep_h reply_ep)
 {
-    int orphan = hixl_served_orphan(engine, reply_ep);
+    int orphan = hixl_inbound_orphan(engine, reply_ep);
 
     pthread_rwlock_unlock(&engine->serve_lock);
     if (orphan) {
@@ -419,7 +419,7 @@ static ucs_status_t hixl_am_on_write(hixl_engine_t *engine,
 
     hixl_progress_data_seen(engine);   /* the next one is near */
     pthread_rwlock_rdlock(&engine->serve_lock);
-    if (!hixl_served_check(engine, h->conn, reply_ep)) {
+    if (!hixl_inbound_check(engine, h->conn, reply_ep)) {
         /* a connection that ended, or a stranger: nothing lands */
         hixl_log_debug("dropping a WRITE of %" PRIu64 " bytes: no live "
                        "connection %" PRIx64 " on its endpoint", h->len,
@@ -433,7 +433,7 @@ static ucs_status_t hixl_am_on_write(hixl_engine_t *engine,
         hixl_log_debug("dropping a WRITE of %" PRIu64 " bytes: its sender "
                        "stopped sending it", h->len);
         pthread_rwlock_unlock(&engine->serve_lock);
-        hixl_served_ack(engine, h->conn, h, HIXL_FAILED);
+        hixl_inbound_ack(engine, h->conn, h, HIXL_FAILED);
         return UCS_OK;
     }
     region = (h->len == length) ? hixl_am_region(engine, h->addr, h->len) :
@@ -446,7 +446,7 @@ static ucs_status_t hixl_am_on_write(hixl_engine_t *engine,
         status = HIXL_SUCCESS;
     }
     pthread_rwlock_unlock(&engine->serve_lock);
-    hixl_served_ack(engine, h->conn, h, status);
+    hixl_inbound_ack(engine, h->conn, h, status);
     return UCS_OK;
 }
 
@@ -468,7 +468,7 @@ static ucs_status_t hixl_am_on_read(hixl_engine_t *engine,
 
     hixl_progress_data_seen(engine);
     pthread_rwlock_rdlock(&engine->serve_lock);
-    if (!hixl_served_check(engine, h->conn, reply_ep)) {
+    if (!hixl_inbound_check(engine, h->conn, reply_ep)) {
         hixl_am_refuse(engine, h, reply_ep);
         return UCS_OK;
     }

@@ -24,7 +24,7 @@
  * beyond it wait in order for room.
  *
  * The target (its in worker) accepts a message only on the endpoint bound to a
- * live connection (core/peer/served.h) and only for a range inside one of its
+ * live connection (core/peer/inbound.h) and only for a range inside one of its
  * registered host regions, so nothing of an ended connection and nothing from
  * outside the library can land.  The answer comes after the bytes are in
  * memory; the connector counts answers in its channel's epoch slots

@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Unit: the served table (src/core/peer/served.c) on a bare engine, without UCX
- * (served.h): slots opened for accepted connections with ids that name
- * only them; a message belongs to a connection only while it is bound to
- * the endpoint it arrived on; an endpoint no live connection is bound to
- * is an orphan; the peer's closing frees the slot, drops its reference
- * and its queued answers, and its id names nothing from then on.  The
- * answers to WRITEs (DATA_ACK) go out on the connection's control
- * connection: a failure or a last WRITE's at the next send, the others
- * held until then or a quiet pass.
+ * Unit: the inbound table (src/core/peer/inbound.c) on a bare engine, without
+ * UCX (inbound.h): slots opened for accepted connections with ids that name
+ * only them; a message belongs to a connection only while it is bound to the
+ * endpoint it arrived on; an endpoint no live connection is bound to is an
+ * orphan; the peer's closing frees the slot, drops its reference and its queued
+ * answers, and its id names nothing from then on.  The answers to WRITEs
+ * (DATA_ACK) go out on the connection's control connection: a failure or a last
+ * WRITE's at the next send, the others held until then or a quiet pass.
  *
  * BIND arrives in a UCX callback (with the endpoint UCX made for the
  * connector); here the slot is bound as that handler binds it, to an
@@ -18,7 +17,7 @@
 #include "harness.h"
 #include "unit_core.h"
 #include "core/am/am.h"
-#include "core/peer/served.h"
+#include "core/peer/inbound.h"
 #include "wire/ctrl_msg.h"
 
 #include <fcntl.h>
@@ -30,52 +29,52 @@
 #define EP_B ((ucp_ep_h)(uintptr_t)0x2000)
 #define EP_X ((ucp_ep_h)(uintptr_t)0x3000)
 
-static hixl_engine_t *served_engine(void)
+static hixl_engine_t *inbound_engine(void)
 {
     hixl_engine_t *engine = ut_engine_new(4);
 
     ck_assert_int_eq(pthread_rwlock_init(&engine->serve_lock, NULL), 0);
     /* no in worker: the peer hook only */
-    hx_ok(hixl_served_init(engine));
+    hx_ok(hixl_inbound_init(engine));
     return engine;
 }
 
-static void served_engine_free(hixl_engine_t *engine)
+static void inbound_engine_free(hixl_engine_t *engine)
 {
-    hixl_served_cleanup(engine);
+    hixl_inbound_cleanup(engine);
     pthread_rwlock_destroy(&engine->serve_lock);
     ut_engine_free(engine);
 }
 
-static hixl_served_slot_t *slot_of(hixl_engine_t *engine, uint64_t id)
+static hixl_inbound_slot_t *slot_of(hixl_engine_t *engine, uint64_t id)
 {
     size_t index = (size_t)(uint32_t)id - 1;
 
-    ck_assert_uint_lt(index, engine->served.cap);
-    return &engine->served.slots[index];
+    ck_assert_uint_lt(index, engine->inbound.cap);
+    return &engine->inbound.slots[index];
 }
 
 /* What the BIND handler does for a pending slot. */
 static void slot_bind(hixl_engine_t *engine, uint64_t id, ucp_ep_h ep)
 {
-    hixl_served_slot_t *slot = slot_of(engine, id);
+    hixl_inbound_slot_t *slot = slot_of(engine, id);
 
-    ck_assert_int_eq(slot->state, HIXL_SERVED_PENDING);
-    slot->state = HIXL_SERVED_BOUND;
+    ck_assert_int_eq(slot->state, HIXL_INBOUND_PENDING);
+    slot->state = HIXL_INBOUND_BOUND;
     slot->ep    = ep;
 }
 
 START_TEST(test_open_bind_check)
 {
-    hixl_engine_t *engine = served_engine();
+    hixl_engine_t *engine   = inbound_engine();
     hixl_peer_t *a        = ut_peer_new(engine, 0, "10.0.0.1:1");
     hixl_peer_t *b        = ut_peer_new(engine, 0, "10.0.0.2:1");
     uint64_t ida, idb;
     unsigned refs;
 
     refs = atomic_load(&a->refcount);
-    hx_ok(hixl_served_open(engine, a));
-    hx_ok(hixl_served_open(engine, b));
+    hx_ok(hixl_inbound_open(engine, a));
+    hx_ok(hixl_inbound_open(engine, b));
     ida = a->conn_id;
     idb = b->conn_id;
     /* slot + 1 in the low half, a tag never 0 in the high one */
@@ -87,48 +86,49 @@ START_TEST(test_open_bind_check)
     ck_assert_uint_eq(atomic_load(&a->refcount), refs + 1);
 
     /* pending: no message belongs to it yet, whatever endpoint */
-    ck_assert_int_eq(hixl_served_check(engine, ida, NULL), 0);
-    ck_assert_int_eq(hixl_served_check(engine, ida, EP_A), 0);
-    ck_assert_int_eq(hixl_served_orphan(engine, EP_A), 1);
+    ck_assert_int_eq(hixl_inbound_check(engine, ida, NULL), 0);
+    ck_assert_int_eq(hixl_inbound_check(engine, ida, EP_A), 0);
+    ck_assert_int_eq(hixl_inbound_orphan(engine, EP_A), 1);
 
     slot_bind(engine, ida, EP_A);
     slot_bind(engine, idb, EP_B);
-    ck_assert_int_eq(hixl_served_check(engine, ida, EP_A), 1);
-    ck_assert_int_eq(hixl_served_check(engine, idb, EP_B), 1);
+    ck_assert_int_eq(hixl_inbound_check(engine, ida, EP_A), 1);
+    ck_assert_int_eq(hixl_inbound_check(engine, idb, EP_B), 1);
     /* another connection's endpoint, a made-up tag, no slot, id 0 */
-    ck_assert_int_eq(hixl_served_check(engine, ida, EP_B), 0);
-    ck_assert_int_eq(hixl_served_check(engine, ida ^ (1ull << 40), EP_A), 0);
-    ck_assert_int_eq(hixl_served_check(engine, (ida & ~0xffffffffull) | 9,
-                                       EP_A), 0);
-    ck_assert_int_eq(hixl_served_check(engine, 0, EP_A), 0);
-    ck_assert_int_eq(hixl_served_check(engine, ida >> 32 << 32, EP_A), 0);
-    ck_assert_int_eq(hixl_served_orphan(engine, EP_A), 0);
-    ck_assert_int_eq(hixl_served_orphan(engine, EP_B), 0);
-    ck_assert_int_eq(hixl_served_orphan(engine, EP_X), 1);
+    ck_assert_int_eq(hixl_inbound_check(engine, ida, EP_B), 0);
+    ck_assert_int_eq(hixl_inbound_check(engine, ida ^ (1ull << 40), EP_A), 0);
+    ck_assert_int_eq(hixl_inbound_check(engine, (ida & ~0xffffffffull) | 9,
+                                        EP_A),
+                     0);
+    ck_assert_int_eq(hixl_inbound_check(engine, 0, EP_A), 0);
+    ck_assert_int_eq(hixl_inbound_check(engine, ida >> 32 << 32, EP_A), 0);
+    ck_assert_int_eq(hixl_inbound_orphan(engine, EP_A), 0);
+    ck_assert_int_eq(hixl_inbound_orphan(engine, EP_B), 0);
+    ck_assert_int_eq(hixl_inbound_orphan(engine, EP_X), 1);
 
     /* an UNBIND takes the endpoint off: not bound, an orphan */
-    slot_of(engine, idb)->state = HIXL_SERVED_UNBOUND;
+    slot_of(engine, idb)->state = HIXL_INBOUND_UNBOUND;
     slot_of(engine, idb)->ep    = NULL;
-    ck_assert_int_eq(hixl_served_check(engine, idb, EP_B), 0);
-    ck_assert_int_eq(hixl_served_orphan(engine, EP_B), 1);
+    ck_assert_int_eq(hixl_inbound_check(engine, idb, EP_B), 0);
+    ck_assert_int_eq(hixl_inbound_orphan(engine, EP_B), 1);
 
     hixl_peer_close(engine, a, HIXL_FAILED, "test");
     hixl_peer_close(engine, b, HIXL_FAILED, "test");
-    served_engine_free(engine);
+    inbound_engine_free(engine);
 }
 END_TEST
 
 START_TEST(test_close_frees)
 {
-    hixl_engine_t *engine = served_engine();
+    hixl_engine_t *engine   = inbound_engine();
     hixl_peer_t *a        = ut_peer_new(engine, 0, "10.0.0.1:1");
     hixl_peer_t *b        = ut_peer_new(engine, 0, "10.0.0.2:1");
     hixl_peer_t *c, *out;
     uint64_t ida, idb, idc;
     unsigned refs;
 
-    hx_ok(hixl_served_open(engine, a));
-    hx_ok(hixl_served_open(engine, b));
+    hx_ok(hixl_inbound_open(engine, a));
+    hx_ok(hixl_inbound_open(engine, b));
     ida = a->conn_id;
     idb = b->conn_id;
     slot_bind(engine, ida, EP_A);
@@ -139,37 +139,37 @@ START_TEST(test_close_frees)
     hixl_peer_close(engine, a, HIXL_FAILED, "closed by the test");
     /* the slot is free, its reference dropped, its id names nothing */
     ck_assert_uint_eq(a->conn_id, 0);
-    ck_assert_int_eq(slot_of(engine, ida)->state, HIXL_SERVED_FREE);
+    ck_assert_int_eq(slot_of(engine, ida)->state, HIXL_INBOUND_FREE);
     ck_assert_ptr_null(slot_of(engine, ida)->peer);
     ck_assert_uint_lt(atomic_load(&a->refcount), refs);
-    ck_assert_int_eq(hixl_served_check(engine, ida, EP_A), 0);
-    ck_assert_int_eq(hixl_served_orphan(engine, EP_A), 1);
+    ck_assert_int_eq(hixl_inbound_check(engine, ida, EP_A), 0);
+    ck_assert_int_eq(hixl_inbound_orphan(engine, EP_A), 1);
     /* the other connection is untouched */
-    ck_assert_int_eq(hixl_served_check(engine, idb, EP_B), 1);
+    ck_assert_int_eq(hixl_inbound_check(engine, idb, EP_B), 1);
     hixl_peer_release(a);
 
     /* the free slot is taken again, under another id */
     c = ut_peer_new(engine, 0, "10.0.0.3:1");
-    hx_ok(hixl_served_open(engine, c));
+    hx_ok(hixl_inbound_open(engine, c));
     idc = c->conn_id;
     ck_assert_uint_eq((uint32_t)idc, (uint32_t)ida);
     slot_bind(engine, idc, EP_A);
-    ck_assert_int_eq(hixl_served_check(engine, idc, EP_A), 1);
+    ck_assert_int_eq(hixl_inbound_check(engine, idc, EP_A), 1);
     if (idc != ida) {   /* the same 31 random bits: once in 2^31 */
-        ck_assert_int_eq(hixl_served_check(engine, ida, EP_A), 0);
+        ck_assert_int_eq(hixl_inbound_check(engine, ida, EP_A), 0);
     }
 
     /* an outgoing peer's closing leaves the table alone */
     out = ut_peer_new(engine, 1, "10.0.0.4:1");
     out->conn_id = idb;   /* as if it carried one: it is not the table's */
     hixl_peer_close(engine, out, HIXL_FAILED, "test");
-    ck_assert_int_eq(hixl_served_check(engine, idb, EP_B), 1);
+    ck_assert_int_eq(hixl_inbound_check(engine, idb, EP_B), 1);
 
     hixl_peer_close(engine, b, HIXL_FAILED, "test");
     hixl_peer_close(engine, c, HIXL_FAILED, "test");
-    ck_assert_int_eq(hixl_served_orphan(engine, EP_A), 1);
-    ck_assert_int_eq(hixl_served_orphan(engine, EP_B), 1);
-    served_engine_free(engine);
+    ck_assert_int_eq(hixl_inbound_orphan(engine, EP_A), 1);
+    ck_assert_int_eq(hixl_inbound_orphan(engine, EP_B), 1);
+    inbound_engine_free(engine);
 }
 END_TEST
 
@@ -233,8 +233,8 @@ static int read_acks(int fd, uint64_t *cookies, uint32_t *statuses, int max)
 
 START_TEST(test_acks)
 {
-    hixl_engine_t *engine = served_engine();
-    hixl_served_t *t      = &engine->served;
+    hixl_engine_t  *engine = inbound_engine();
+    hixl_inbound_t *t      = &engine->inbound;
     uint64_t cookies[8];
     uint32_t statuses[8];
     hixl_am_hdr_t h;
@@ -243,20 +243,20 @@ START_TEST(test_acks)
     int fd;
 
     p = live_peer(engine, "10.0.0.5:1", &fd);
-    hx_ok(hixl_served_open(engine, p));
+    hx_ok(hixl_inbound_open(engine, p));
     id = p->conn_id;
     slot_bind(engine, id, EP_A);
 
     /* a connection that is not (any more): nothing queued */
     write_hdr(&h, 1, 0);
-    hixl_served_ack(engine, id ^ (1ull << 40), &h, HIXL_SUCCESS);
+    hixl_inbound_ack(engine, id ^ (1ull << 40), &h, HIXL_SUCCESS);
     ck_assert_uint_eq(atomic_load(&t->acks_queued), 0);
-    hixl_served_acks_send(engine, 1);
+    hixl_inbound_acks_send(engine, 1);
     ck_assert_int_eq(read_acks(fd, cookies, statuses, 8), 0);
 
     /* more of the descriptor follows: held, not due */
     write_hdr(&h, 2, HIXL_AM_FLAG_MORE);
-    hixl_served_ack(engine, id, &h, HIXL_SUCCESS);
+    hixl_inbound_ack(engine, id, &h, HIXL_SUCCESS);
     ck_assert_uint_eq(atomic_load(&t->acks_queued), 1);
     ck_assert_uint_eq(atomic_load(&t->acks_due), 0);
     ck_assert_int_eq(atomic_load(&slot_of(engine, id)->ack_queued),
@@ -264,10 +264,10 @@ START_TEST(test_acks)
     /* a failure is due at once, whatever its flags; it takes the held
      * one along, in order */
     write_hdr(&h, 3, HIXL_AM_FLAG_MORE);
-    hixl_served_ack(engine, id, &h, HIXL_PARAM_INVALID);
+    hixl_inbound_ack(engine, id, &h, HIXL_PARAM_INVALID);
     ck_assert_uint_eq(atomic_load(&t->acks_queued), 1);
     ck_assert_uint_eq(atomic_load(&t->acks_due), 1);
-    hixl_served_acks_send(engine, 0);
+    hixl_inbound_acks_send(engine, 0);
     ck_assert_uint_eq(atomic_load(&t->acks_queued), 0);
     ck_assert_uint_eq(atomic_load(&t->acks_due), 0);
     ck_assert_int_eq(read_acks(fd, cookies, statuses, 8), 2);
@@ -278,39 +278,39 @@ START_TEST(test_acks)
 
     /* the last WRITE of a descriptor is due */
     write_hdr(&h, 4, 0);
-    hixl_served_ack(engine, id, &h, HIXL_SUCCESS);
+    hixl_inbound_ack(engine, id, &h, HIXL_SUCCESS);
     ck_assert_uint_eq(atomic_load(&t->acks_due), 1);
-    hixl_served_acks_send(engine, 0);
+    hixl_inbound_acks_send(engine, 0);
     ck_assert_int_eq(read_acks(fd, cookies, statuses, 8), 1);
     ck_assert_uint_eq(cookies[0], 4);
 
     /* a held one goes with a quiet pass */
     write_hdr(&h, 5, HIXL_AM_FLAG_MORE);
-    hixl_served_ack(engine, id, &h, HIXL_SUCCESS);
-    hixl_served_acks_send(engine, 1);
+    hixl_inbound_ack(engine, id, &h, HIXL_SUCCESS);
+    hixl_inbound_acks_send(engine, 1);
     ck_assert_uint_eq(atomic_load(&t->acks_queued), 0);
     ck_assert_int_eq(read_acks(fd, cookies, statuses, 8), 1);
     ck_assert_uint_eq(cookies[0], 5);
 
     /* the connection ends with one held: its mark goes with it */
     write_hdr(&h, 6, HIXL_AM_FLAG_MORE);
-    hixl_served_ack(engine, id, &h, HIXL_SUCCESS);
+    hixl_inbound_ack(engine, id, &h, HIXL_SUCCESS);
     ck_assert_uint_eq(atomic_load(&t->acks_queued), 1);
     hixl_peer_close(engine, p, HIXL_FAILED, "test");
     ck_assert_uint_eq(atomic_load(&t->acks_queued), 0);
     ck_assert_uint_eq(atomic_load(&t->acks_due), 0);
-    hixl_served_ack(engine, id, &h, HIXL_SUCCESS);
+    hixl_inbound_ack(engine, id, &h, HIXL_SUCCESS);
     ck_assert_uint_eq(atomic_load(&t->acks_queued), 0);
 
     close(fd);
-    served_engine_free(engine);
+    inbound_engine_free(engine);
 }
 END_TEST
 
-static Suite *served_suite(void)
+static Suite *inbound_suite(void)
 {
-    Suite *s  = suite_create("served");
-    TCase *tc = hx_tcase("served");
+    Suite *s  = suite_create("inbound");
+    TCase *tc = hx_tcase("inbound");
 
     tcase_add_test(tc, test_open_bind_check);
     tcase_add_test(tc, test_close_frees);
@@ -321,5 +321,5 @@ static Suite *served_suite(void)
 
 int main(void)
 {
-    return hx_main(served_suite());
+    return hx_main(inbound_suite());
 }
