@@ -262,7 +262,7 @@ static hixl_status_t hixl_engine_init(hixl_engine_t *engine,
         status = hixl_inbound_init(engine);
     }
     if (status == HIXL_SUCCESS) {
-        status = hixl_retire_init(engine);
+        status = hixl_ep_close_init(engine);
     }
     if (status == HIXL_SUCCESS) {
         status = hixl_am_data_init(engine);
@@ -294,7 +294,7 @@ hixl_status_t hixl_engine_create(const char *local_engine,
     pthread_mutex_init(&engine->lock, NULL);
     hixl_cond_init_monotonic(&engine->cond);
     pthread_rwlock_init(&engine->serve_lock, NULL);
-    pthread_mutex_init(&engine->retires.lock, NULL);
+    pthread_mutex_init(&engine->ep_closer.lock, NULL);
     hixl_events_init(&engine->events);
 
     status = hixl_engine_init(engine, local_engine, options, num_options);
@@ -363,13 +363,13 @@ static int hixl_drain_done(void *arg)
     return 1;
 }
 
-static int hixl_drain_retired(void *arg)
+static int hixl_drain_closed(void *arg)
 {
     hixl_drain_t *d = arg;
     size_t i;
 
     for (i = 0; i < d->count; ++i) {
-        if (!hixl_retire_done(d->peers[i]->engine, d->peers[i]->retire_id)) {
+        if (!hixl_ep_close_done(d->peers[i]->engine, d->peers[i]->close_id)) {
             return 0;
         }
     }
@@ -379,7 +379,7 @@ static int hixl_drain_retired(void *arg)
 /*
  * A connection whose flush completed with nothing in flight ends as a
  * disconnect would: the listener is asked to close its end of it
- * (core/peer/ep_retire.h).  A finalize alone is the usual way to end an engine,
+ * (core/peer/ep_close.h).  A finalize alone is the usual way to end an engine,
  * and its process often lives on (an engine per job, a restart after an
  * error): nothing else tells a listener on the same host that the
  * connector's worker went, since UCX's keepalive there checks only that
@@ -433,7 +433,7 @@ void hixl_engine_drain(hixl_engine_t *engine)
      * the records go */
     hixl_engine_close_peers(engine);
     if (d.count > 0) {   /* the listeners' answers to UNBIND */
-        hixl_engine_wait_busy(engine, deadline, hixl_drain_retired, &d);
+        hixl_engine_wait_busy(engine, deadline, hixl_drain_closed, &d);
     }
     for (i = 0; i < d.count; ++i) {
         hixl_peer_release(d.peers[i]);
@@ -488,7 +488,7 @@ void hixl_engine_destroy_worker(hixl_engine_t *engine)
         ucp_worker_destroy(engine->ucp_worker);
         engine->ucp_worker = NULL;
     }
-    hixl_retire_cleanup(engine);
+    hixl_ep_close_cleanup(engine);
 }
 
 void hixl_engine_free(hixl_engine_t *engine)
@@ -501,7 +501,7 @@ void hixl_engine_free(hixl_engine_t *engine)
     hixl_chan_table_cleanup(&engine->chans);
     hixl_inbound_cleanup(engine);
     pthread_rwlock_destroy(&engine->serve_lock);
-    pthread_mutex_destroy(&engine->retires.lock);
+    pthread_mutex_destroy(&engine->ep_closer.lock);
     if (engine->log_held) {
         hixl_log_level_drop(engine->opts.log_level);
     }

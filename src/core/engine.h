@@ -32,7 +32,7 @@
 #include "core/xfer/request.h"
 #include "core/peer/rtable.h"
 #include "core/peer/inbound.h"
-#include "core/peer/ep_retire.h"
+#include "core/peer/ep_close.h"
 #include "core/worker/events.h"
 #include "util/engine_name.h"
 #include "util/options.h"
@@ -79,7 +79,7 @@ struct hixl_engine {
     pthread_rwlock_t   serve_lock;
     hixl_chan_table_t  chans;
     hixl_inbound_t     inbound;
-    hixl_retires_t     retires;       /* endpoints closing (ep_retire.h) */
+    hixl_ep_closer_t   ep_closer;     /* endpoints closing (peer/ep_close.h) */
     struct hixl_am_pool *am;          /* core/am/am.c */
     struct hixl_am_data *am_data;     /* core/xfer/am_data.c */
     atomic_uint        cancelled;     /* transfers settled at peer close */

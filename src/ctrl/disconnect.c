@@ -22,7 +22,7 @@ static int hixl_disconnect_unbound(void *arg)
 {
     hixl_disconnect_wait_t *w = arg;
 
-    return hixl_retire_done(w->peer->engine, w->peer->retire_id);
+    return hixl_ep_close_done(w->peer->engine, w->peer->close_id);
 }
 
 /*
@@ -119,8 +119,8 @@ hixl_status_t hixl_disconnect(hixl_engine_t *engine, const char *remote_engine,
     hixl_peer_close(engine, peer, HIXL_NOT_CONNECTED,
                     "disconnected by the application");
     /* the other side closes its endpoint of it, then ours goes
-     * (core/peer/ep_retire.h); what is left of the timeout bounds the wait */
-    if (peer->retire_id != 0) {
+     * (core/peer/ep_close.h); what is left of the timeout bounds the wait */
+    if (peer->close_id != 0) {
         hixl_engine_wait_busy(engine, deadline, hixl_disconnect_unbound,
                               &wait);
         hixl_disconnect_settle(engine);

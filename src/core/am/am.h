@@ -4,7 +4,7 @@
  * sending them, and receiving them through one validating dispatcher.
  *
  * It sits below everything that speaks these messages: channels (BIND),
- * the inbound table (BIND_ACK), endpoint retirement (UNBIND, UNBIND_ACK)
+ * the inbound table (BIND_ACK), endpoint closing (UNBIND, UNBIND_ACK)
  * and the WRITE/READ data protocol (core/xfer/am_data.h).  It knows none of
  * them: each registers a handler for its message ids, and the dispatcher
  * hands a handler only what passed the checks every one of them needs:
@@ -58,7 +58,7 @@ typedef ucs_status_t (*hixl_am_recv_fn_t)(hixl_engine_t *engine,
  * Data a send may read only while its owner has not let it go: a caller's
  * buffer, which is the caller's again once its transfer was reported
  * ended, although UCX may hold the send (a peer that cannot be reached
- * keeps it queued until the network heals: core/peer/ep_retire.h).  UCX packs
+ * keeps it queued until the network heals: core/peer/ep_close.h).  UCX packs
  * a send part by part, when each part goes out; before each part begin
  * says whether the data may be read, and keeps it so until end.  Once it
  * says no, the rest goes out as zeros and the seal at the end of the

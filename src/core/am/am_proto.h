@@ -16,7 +16,7 @@
  *   UNBIND     connector -> listener, REPLY flag, when the connector ends
  *              the connection: "close the endpoint this arrives on"
  *   UNBIND_ACK back on it, just before the listener closes it
- *              (core/peer/ep_retire.h)
+ *              (core/peer/ep_close.h)
  *
  * Every message has the same fixed header, checked before use (magic,
  * version, length): a message from something that is not this library is

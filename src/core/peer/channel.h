@@ -12,7 +12,7 @@
  *  - the binding: BIND sent to the listener with UCX's REPLY flag, so that
  *    the listener knows the endpoint UCX made for this connection
  *    (core/peer/inbound.h); BIND_ACK answers (UNBIND ends it:
- *    core/peer/ep_retire.h);
+ *    core/peer/ep_close.h);
  *  - the count of library WRITE/READ messages not answered yet, in two
  *    epoch slots: an endpoint flush closes the current slot and completes
  *    when UCX's own flush (for puts and gets, where any were posted since

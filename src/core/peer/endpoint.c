@@ -7,7 +7,7 @@
 #include "core/engine.h"
 #include "core/peer/peer.h"
 #include "core/worker/ucx_quiet.h"
-#include "core/peer/ep_retire.h"
+#include "core/peer/ep_close.h"
 #include "util/debug.h"
 #include "util/log.h"
 
@@ -231,7 +231,7 @@ void hixl_peer_ep_close(hixl_engine_t *engine, hixl_peer_t *peer,
                   (atomic_load(&peer->inflight) == 0) &&
                   (peer->chan != NULL) &&
                   (atomic_load(&peer->chan->bound) == 1);
-    int retire  = ucx_ok && (peer->end != HIXL_PEER_END_ABRUPT);
+    int in_order  = ucx_ok && (peer->end != HIXL_PEER_END_ABRUPT);
     int peer_mode = hixl_peer_is(peer, HIXL_PEER_F_EP_PEER_MODE);
 
     if (peer->chan != NULL) {
@@ -239,18 +239,18 @@ void hixl_peer_ep_close(hixl_engine_t *engine, hixl_peer_t *peer,
         hixl_chan_stop(engine, peer->chan);
     }
     if (peer->ep_flush != NULL) {
-        hixl_ep_flush_close(peer->ep_flush,
-                            status);   /* no flush may be issued now */
+        /* no flush may be issued now */
+        hixl_ep_flush_close(peer->ep_flush, status);
         peer->ep_flush = NULL;
     }
-    if ((peer->ep != NULL) && peer_mode && retire) {
+    if ((peer->ep != NULL) && peer_mode && in_order) {
         /* both sides may be alive: flushed, then force-closed, and the
          * listener asked to close its end when nothing was in flight
-         * (core/peer/ep_retire.h) */
-        peer->retire_id = hixl_retire_start(engine, peer->ep, peer->ep_err,
-                                            peer->conn_id, unbind,
-                                            peer->name);
-        peer->ep_err    = NULL;   /* its reference went with the endpoint */
+         * (core/peer/ep_close.h) */
+        peer->close_id = hixl_ep_close_start(engine, peer->ep, peer->ep_err,
+                                             peer->conn_id, unbind,
+                                             peer->name);
+        peer->ep_err   = NULL;   /* its reference went with the endpoint */
     } else if (peer->ep != NULL) {
         /* the peer is gone (its sockets with it), or UCX's error path has
          * the endpoint: closed at once, what is queued cancelled */

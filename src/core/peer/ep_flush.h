@@ -110,8 +110,8 @@ ucs_status_ptr_t hixl_ep_flush_via_ucp(hixl_ep_flush_t *ep_flush, void *ep);
  *  - hixl_ep_flush_via_ucp, and a flush function that adds to UCX's flush
  *    (core/peer/channel.c: the answers of the library's own messages); both
  *    run inside the service, which shares and settles them;
- *  - endpoint retirement (core/peer/ep_retire.h), the one user outside the
- *    service, for two reasons.  A connector's endpoint is retired after
+ *  - endpoint closing (core/peer/ep_close.h), the one user outside the
+ *    service, for two reasons.  A connector's endpoint is closed after
  *    its service was closed: the close settles every waiter (transfers,
  *    layer signals, revoke answers) with the connection's end, and what is
  *    left is the flush that tells when the endpoint may be force-closed

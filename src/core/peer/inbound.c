@@ -7,7 +7,7 @@
 #include "core/peer/inbound.h"
 #include "core/am/am.h"
 #include "core/engine.h"
-#include "core/peer/ep_retire.h"
+#include "core/peer/ep_close.h"
 #include "util/array.h"
 #include "util/clock.h"
 #include "util/debug.h"
@@ -295,7 +295,7 @@ static ucs_status_t hixl_inbound_on_unbind(hixl_engine_t       *engine,
                        NULL, 0, 0, NULL, NULL);
     if (h->flags & HIXL_AM_FLAG_ERR_PEER) {   /* else UCX refuses to force */
         /* the flush also sees the answer out before the close */
-        hixl_retire_reply_ep(engine, reply_ep, h->conn, "UNBIND");
+        hixl_ep_close_reply_ep(engine, reply_ep, h->conn, "UNBIND");
     }
     return UCS_OK;
 }

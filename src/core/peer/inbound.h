@@ -11,7 +11,7 @@
  * for the connector's wire-up, and destroyed by UCX when it sees the
  * connector fail): the table keeps its address to compare with, and the
  * listener uses it only inside callbacks UCX passes it to (the answers to
- * BIND and UNBIND, and retiring it: core/peer/ep_retire.h).
+ * BIND and UNBIND, and closing it: core/peer/ep_close.h).
  * Answers that cannot be sent from inside UCX's callback for the message
  * go over the connection's control connection (DATA_ACK).
  *
@@ -104,7 +104,7 @@ void hixl_inbound_cleanup(hixl_engine_t *engine);
 
 /* Set the BIND and UNBIND handlers on the engine's in worker (UNBIND: the
  * connector closes the endpoint it arrives on; it is taken out of the
- * table, answered and retired, core/peer/ep_retire.h), the peer hook that ends
+ * table, answered and closed, core/peer/ep_close.h), the peer hook that ends
  * a connection here when its peer closes (core/peer/peer.h), and the sending
  * of answers after each progress of the in worker (core/worker/progress.h). */
 hixl_status_t hixl_inbound_init(hixl_engine_t *engine);

@@ -46,7 +46,7 @@ typedef enum hixl_peer_state {
 typedef struct hixl_ep_err hixl_ep_err_t;
 
 /* How a connection ended, as far as this side can tell: it decides how
- * its UCX endpoint is closed (core/peer/ep_retire.h). */
+ * its UCX endpoint is closed (core/peer/ep_close.h). */
 typedef enum hixl_peer_end {
     HIXL_PEER_END_ABRUPT,    /* the peer is gone (its socket closed without
                                 a goodbye, an error), or this engine goes:
@@ -88,8 +88,8 @@ struct hixl_peer {
     hixl_ep_err_t        *ep_err;       /* what UCX reported on it */
     pid_t                 cma_pid;      /* outgoing, same host: copies go
                                            straight there (core/peer/cma.h) */
-    uint64_t              retire_id;    /* closed: its endpoint's retirement
-                                           (core/peer/ep_retire.h), or 0 */
+    uint64_t              close_id;     /* closed: its endpoint's closing
+                                           (core/peer/ep_close.h), or 0 */
     hixl_rtable_t         rtab;         /* outgoing: the peer's regions */
     atomic_uint           inflight;     /* transfers in flight to it */
     atomic_int            gone;         /* its process is gone, as the
@@ -229,8 +229,8 @@ hixl_status_t hixl_peers_init(hixl_engine_t *engine);
 hixl_status_t hixl_peer_ep_create(hixl_engine_t *engine, hixl_peer_t *peer,
                                   const void *worker_addr, size_t len);
 
-/* Close it: waiters end with status; the endpoint is retired
- * (core/peer/ep_retire.h). */
+/* Close it: waiters end with status; the endpoint is closed
+ * (core/peer/ep_close.h). */
 void hixl_peer_ep_close(hixl_engine_t *engine, hixl_peer_t *peer,
                         ucs_status_t status);
 

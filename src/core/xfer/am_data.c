@@ -12,7 +12,7 @@
  */
 #include "config.h"
 #include "core/xfer/am_data.h"
-#include "core/peer/ep_retire.h"
+#include "core/peer/ep_close.h"
 #include "core/engine.h"
 #include "core/peer/inbound.h"
 #include "util/copy.h"
@@ -32,7 +32,7 @@
 /* WRITE data in UCX's hands at most, per channel: enough to keep a tcp
  * connection busy (tens of milliseconds of data), little enough that a
  * peer that cannot be reached does not hold many callers' transfers in
- * a queue that will only fail (ep_retire.h). */
+ * a queue that will only fail (ep_close.h). */
 #define HIXL_AM_WINDOW    (16u * 1024 * 1024)
 
 /* A WRITE waiting for room in its channel's window (counted in the
@@ -90,7 +90,7 @@ static void hixl_am_write_end(void *arg)
  * Send a WRITE straight from the caller's buffer, which UCX packs part by
  * part as the socket takes them, under the guard above: a transfer that
  * ends (its connection closed) lets go of its buffer at once although its
- * endpoint may keep the send until the network heals (ep_retire.h); what
+ * endpoint may keep the send until the network heals (ep_close.h); what
  * is packed after that is zeros under a broken seal, and the target drops
  * it whole.  UCX's status: UCS_OK once posted.
  */
@@ -392,8 +392,8 @@ static void hixl_am_answer(hixl_engine_t *engine, ucp_ep_h reply_ep,
  * A WRITE or READ that no live connection owns (serve_lock held, released here)
  * is dropped.  If no live connection has its endpoint either, the endpoint is
  * left from a connection that ended while its connector could not tell us (a
- * partition that healed, its queued messages arriving now): retire it while UCX
- * vouches for it (core/peer/ep_retire.h), or it and its socket stay until the
+ * partition that healed, its queued messages arriving now): close it while UCX
+ * vouches for it (core/peer/ep_close.h), or it and its socket stay until the
  * engine goes.
  */
 static void hixl_am_refuse(hixl_engine_t *engine, const hixl_am_hdr_t *h,
@@ -403,8 +403,9 @@ static void hixl_am_refuse(hixl_engine_t *engine, const hixl_am_hdr_t *h,
 
     pthread_rwlock_unlock(&engine->serve_lock);
     if (orphan) {
-        hixl_retire_reply_ep(engine, reply_ep, h->conn, "a message of a "
-                                "connection that ended");
+        hixl_ep_close_reply_ep(engine, reply_ep, h->conn,
+                               "a message of a "
+                               "connection that ended");
     }
 }
 

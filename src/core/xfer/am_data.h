@@ -19,7 +19,7 @@
  * gets; to another process of this host, kernel copies (core/peer/cma.h);
  * elsewhere these messages, eager, in chunks, one answer each.  A WRITE
  * sends a copy of its data, so that an endpoint that keeps what it queued
- * after its connection ended (core/peer/ep_retire.h) never reads a caller's
+ * after its connection ended (core/peer/ep_close.h) never reads a caller's
  * buffer: a window of copies per channel bounds that memory, and WRITEs
  * beyond it wait in order for room.
  *

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Unit: retiring endpoints (src/core/peer/ep_retire.c).  Its ids first, on a
- * bare engine: id 0 (no retirement: out of memory) and an id no
- * retirement has are done, whether the list is empty or not.  Then with
+ * Unit: closing endpoints (src/core/peer/ep_close.c).  Its ids first, on a
+ * bare engine: id 0 (no closing: out of memory) and an id no
+ * closing has are done, whether the list is empty or not.  Then with
  * UCX, two engines of this process over tcp: an orderly disconnect
- * retires the connector's endpoint (its id is one), with UNBIND (the
+ * closes the connector's endpoint (its id is one), with UNBIND (the
  * listener's end of it is no longer bound: nothing more of the
  * connection is accepted there), and the disconnect returns only once
- * that retirement is done; the list empties and the endpoints go with
+ * that closing is done; the list empties and the endpoints go with
  * it, connection after connection.  The due rule itself (flushed, then
- * answered or past HIXL_RETIRE_WAIT_MS, or UCX's error) runs inside the
+ * answered or past HIXL_EP_CLOSE_WAIT_MS, or UCX's error) runs inside the
  * engine's progress: what it decides shows here as done ids and an empty
  * list, never as a time.
  */
@@ -17,7 +17,7 @@
 #include "harness.h"
 #include "unit_core.h"
 #include "core/engine.h"
-#include "core/peer/ep_retire.h"
+#include "core/peer/ep_close.h"
 #include "core/peer/peer.h"
 #include "core/peer/inbound.h"
 
@@ -27,18 +27,18 @@
 START_TEST(test_ids_on_a_bare_engine)
 {
     hixl_engine_t *engine = ut_engine_new(4);
-    hixl_retires_t *l     = &engine->retires;
+    hixl_ep_closer_t *l      = &engine->ep_closer;
 
     pthread_mutex_init(&l->lock, NULL);
-    ck_assert_int_eq(hixl_retire_done(engine, 0), 1);
-    ck_assert_int_eq(hixl_retire_done(engine, 1), 1);
-    ck_assert_int_eq(hixl_retire_done(engine, 77), 1);
+    ck_assert_int_eq(hixl_ep_close_done(engine, 0), 1);
+    ck_assert_int_eq(hixl_ep_close_done(engine, 1), 1);
+    ck_assert_int_eq(hixl_ep_close_done(engine, 77), 1);
     /* the list holds none of them (count alone says nothing of ids) */
     atomic_store(&l->count, 1);
-    ck_assert_int_eq(hixl_retire_done(engine, 0), 1);
-    ck_assert_int_eq(hixl_retire_done(engine, 77), 1);
+    ck_assert_int_eq(hixl_ep_close_done(engine, 0), 1);
+    ck_assert_int_eq(hixl_ep_close_done(engine, 77), 1);
     atomic_store(&l->count, 0);
-    hixl_retire_cleanup(engine);   /* nothing to free: nothing breaks */
+    hixl_ep_close_cleanup(engine);   /* nothing to free: nothing breaks */
     ck_assert_ptr_null(l->head);
     pthread_mutex_destroy(&l->lock);
     ut_engine_free(engine);
@@ -59,7 +59,7 @@ static hixl_inbound_slot_t *inbound_slot(hixl_engine_t *engine, uint64_t id)
     return NULL;
 }
 
-START_TEST(test_disconnect_retires)
+START_TEST(test_disconnect_closes)
 {
     hixl_engine_t *listener, *client;
     hixl_inbound_slot_t *slot;
@@ -78,11 +78,11 @@ START_TEST(test_disconnect_retires)
         pthread_mutex_lock(&client->lock);
         peer = hixl_peer_find(client, lname, 1);
         ck_assert_ptr_nonnull(peer);
-        hixl_peer_retain(peer);   /* to read its retire_id after the end */
+        hixl_peer_retain(peer);   /* to read its close_id after the end */
         conn = peer->conn_id;
         pthread_mutex_unlock(&client->lock);
         ck_assert_uint_ne(conn, 0);
-        ck_assert_uint_eq(peer->retire_id, 0);
+        ck_assert_uint_eq(peer->close_id, 0);
 
         /* the listener's end is bound to the endpoint BIND came on */
         pthread_rwlock_rdlock(&listener->serve_lock);
@@ -97,12 +97,12 @@ START_TEST(test_disconnect_retires)
         /* in order, nothing in flight: flushed, UNBIND, answered, closed */
         hx_ok(hixl_disconnect(client, lname, HX_OP_TIMEOUT_MS));
         pthread_mutex_lock(&client->lock);
-        ck_assert_uint_ne(peer->retire_id, 0);
-        seen[round] = peer->retire_id;
-        ck_assert_int_eq(hixl_retire_done(client, peer->retire_id), 1);
+        ck_assert_uint_ne(peer->close_id, 0);
+        seen[round] = peer->close_id;
+        ck_assert_int_eq(hixl_ep_close_done(client, peer->close_id), 1);
         pthread_mutex_unlock(&client->lock);
         hixl_peer_release(peer);
-        /* each retirement its own id */
+        /* each closing its own id */
         if (round > 0) {
             ck_assert_uint_ne(seen[round], seen[round - 1]);
         }
@@ -111,26 +111,26 @@ START_TEST(test_disconnect_retires)
         ck_assert_int_eq(hixl_inbound_check(listener, conn, inbound_ep), 0);
         pthread_rwlock_unlock(&listener->serve_lock);
     }
-    /* every connector endpoint retired: none left on the list */
-    ck_assert_uint_eq(atomic_load(&client->retires.count), 0);
-    ck_assert_ptr_null(client->retires.head);
+    /* every connector endpoint closed: none left on the list */
+    ck_assert_uint_eq(atomic_load(&client->ep_closer.count), 0);
+    ck_assert_ptr_null(client->ep_closer.head);
     hx_ok(hixl_finalize(client));
     hx_ok(hixl_finalize(listener));
 }
 END_TEST
 
-static Suite *ep_retire_suite(void)
+static Suite *ep_close_suite(void)
 {
-    Suite *s  = suite_create("ep_retire");
-    TCase *tc = hx_tcase("retire");
+    Suite *s  = suite_create("ep_close");
+    TCase *tc = hx_tcase("close");
 
     tcase_add_test(tc, test_ids_on_a_bare_engine);
-    tcase_add_test(tc, test_disconnect_retires);
+    tcase_add_test(tc, test_disconnect_closes);
     suite_add_tcase(s, tc);
     return s;
 }
 
 int main(void)
 {
-    return hx_main(ep_retire_suite());
+    return hx_main(ep_close_suite());
 }

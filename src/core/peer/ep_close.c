@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Retiring UCX endpoints (ep_retire.h).
+ * Closing UCX endpoints (ep_close.h).
  */
 #include "config.h"
-#include "core/peer/ep_retire.h"
+#include "core/peer/ep_close.h"
 #include "core/am/am.h"
 #include "core/engine.h"
 #include "core/peer/ep_flush.h"
@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct hixl_retire {
-    hixl_retire_t *next;
+struct hixl_ep_close {
+    hixl_ep_close_t *next;
     hixl_engine_t *engine;
     uint64_t       id;            /* UNBIND's cookie, echoed in the ACK */
     ucp_ep_h       ep;
@@ -34,15 +34,15 @@ struct hixl_retire {
     char           name[HIXL_ENGINE_NAME_MAX + 1];
 };
 
-/* An inbound endpoint being retired: one flush each, however many messages
+/* An inbound endpoint being closed: one flush each, however many messages
  * of its ended connection still arrive meanwhile. */
-struct hixl_reply_retire {
-    hixl_reply_retire_t *next;
+struct hixl_ep_close_reply {
+    hixl_ep_close_reply_t *next;
     hixl_engine_t       *engine;
     ucp_ep_h             ep;
 };
 
-static void hixl_retire_release(hixl_retire_t *r)
+static void hixl_ep_close_release(hixl_ep_close_t *r)
 {
     int before = atomic_fetch_sub(&r->refs, 1);
 
@@ -54,40 +54,40 @@ static void hixl_retire_release(hixl_retire_t *r)
 
 /* ---- connector ---------------------------------------------------------------- */
 
-static void hixl_retire_flushed(void *request, ucs_status_t status,
-                                void *user_data)
+static void hixl_ep_close_flushed(void *request, ucs_status_t status,
+                                  void *user_data)
 {
-    hixl_retire_t *r  = user_data;
-    hixl_retires_t *l = &r->engine->retires;
+    hixl_ep_close_t  *r = user_data;
+    hixl_ep_closer_t *l = &r->engine->ep_closer;
 
     ucp_request_free(request);
     pthread_mutex_lock(&l->lock);
     hixl_assert(r->flushed == 0);   /* called back once */
     r->flushed = (status == UCS_OK) ? 1 : -1;
     pthread_mutex_unlock(&l->lock);
-    hixl_retire_release(r);
+    hixl_ep_close_release(r);
 }
 
 /* Flush r's endpoint; its completion marks r (at once if nothing is out).
  * Its flush service was closed before (ep_flush.h says why this flush is
  * not one of the service's). */
-static void hixl_retire_flush(hixl_retire_t *r)
+static void hixl_ep_close_flush(hixl_ep_close_t *r)
 {
     ucs_status_ptr_t sp;
 
-    sp = hixl_ep_flush_ucp_post(r->ep, hixl_retire_flushed, r);
+    sp = hixl_ep_flush_ucp_post(r->ep, hixl_ep_close_flushed, r);
     if (!UCS_PTR_IS_PTR(sp)) {
         r->flushed = UCS_PTR_IS_ERR(sp) ? -1 : 1;
-        hixl_retire_release(r);   /* no callback will come */
+        hixl_ep_close_release(r);   /* no callback will come */
     }
 }
 
-uint64_t hixl_retire_start(hixl_engine_t *engine, ucp_ep_h ep,
-                           hixl_ep_err_t *err, uint64_t conn, int unbind,
-                           const char *name)
+uint64_t hixl_ep_close_start(hixl_engine_t *engine, ucp_ep_h ep,
+                             hixl_ep_err_t *err, uint64_t conn, int unbind,
+                             const char *name)
 {
-    hixl_retires_t *l = &engine->retires;
-    hixl_retire_t *r  = calloc(1, sizeof(*r));
+    hixl_ep_closer_t *l = &engine->ep_closer;
+    hixl_ep_close_t  *r = calloc(1, sizeof(*r));
     uint64_t id;
 
     hixl_assert((ep != NULL) && (err != NULL));
@@ -109,20 +109,20 @@ uint64_t hixl_retire_start(hixl_engine_t *engine, ucp_ep_h ep,
     r->next = l->head;
     l->head = r;
     atomic_fetch_add(&l->count, 1);
-    /* UNBIND goes once the flush is done (hixl_retire_unbind): a tcp
+    /* UNBIND goes once the flush is done (hixl_ep_close_unbind): a tcp
      * flush asks the other side for an acknowledgement, which its end must
      * still be open to send.  Under the lock: the flush's completion may
      * come from another thread's progress at once. */
-    hixl_retire_flush(r);
+    hixl_ep_close_flush(r);
     pthread_mutex_unlock(&l->lock);
     hixl_progress_kick(engine);
     return id;   /* r may be gone already: another thread's progress */
 }
 
-int hixl_retire_done(hixl_engine_t *engine, uint64_t id)
+int hixl_ep_close_done(hixl_engine_t *engine, uint64_t id)
 {
-    hixl_retires_t *l = &engine->retires;
-    hixl_retire_t *r;
+    hixl_ep_closer_t *l = &engine->ep_closer;
+    hixl_ep_close_t  *r;
     int found = 0;
 
     if ((id == 0) || (atomic_load(&l->count) == 0)) {
@@ -137,7 +137,7 @@ int hixl_retire_done(hixl_engine_t *engine, uint64_t id)
 }
 
 /* Whether r's endpoint may be force-closed now (the list's lock held). */
-static int hixl_retire_due(const hixl_retire_t *r, uint64_t now)
+static int hixl_ep_close_due(const hixl_ep_close_t *r, uint64_t now)
 {
     hixl_assert((r->flushed >= -1) && (r->flushed <= 1));
     if (hixl_ep_err_status(r->err) != UCS_OK) {
@@ -150,26 +150,26 @@ static int hixl_retire_due(const hixl_retire_t *r, uint64_t now)
            (r->unbind_sent && (now >= r->deadline_ns));
 }
 
-#define HIXL_RETIRE_BATCH 16
+#define HIXL_EP_CLOSE_BATCH 16
 
 /* Send UNBIND on the endpoints whose flush is done (from progress, not
  * from the flush's callback: UCX is inside its progress there). */
-static void hixl_retire_unbind(hixl_engine_t *engine)
+static void hixl_ep_close_unbind(hixl_engine_t *engine)
 {
-    hixl_retires_t *l = &engine->retires;
-    ucp_ep_h eps[HIXL_RETIRE_BATCH];
-    hixl_am_hdr_t h[HIXL_RETIRE_BATCH];
-    hixl_retire_t *r;
+    hixl_ep_closer_t *l = &engine->ep_closer;
+    ucp_ep_h          eps[HIXL_EP_CLOSE_BATCH];
+    hixl_am_hdr_t     h[HIXL_EP_CLOSE_BATCH];
+    hixl_ep_close_t  *r;
     size_t n = 0, i;
 
     pthread_mutex_lock(&l->lock);
-    for (r = l->head; (r != NULL) && (n < HIXL_RETIRE_BATCH); r = r->next) {
+    for (r = l->head; (r != NULL) && (n < HIXL_EP_CLOSE_BATCH); r = r->next) {
         if (!r->unbind || r->unbind_sent || (r->flushed != 1)) {
             continue;
         }
         hixl_assert(r->conn != 0);
         r->unbind_sent = 1;
-        r->deadline_ns = hixl_deadline_ns(HIXL_RETIRE_WAIT_MS);
+        r->deadline_ns = hixl_deadline_ns(HIXL_EP_CLOSE_WAIT_MS);
         hixl_am_hdr_init(&h[n]);
         h[n].conn   = r->conn;
         h[n].cookie = r->id;
@@ -186,14 +186,14 @@ static void hixl_retire_unbind(hixl_engine_t *engine)
 
 /* Take out of the list those whose endpoint may close now, for closing
  * without the list's lock. */
-static hixl_retire_t *hixl_retire_take_due(hixl_retires_t *l)
+static hixl_ep_close_t *hixl_ep_close_take_due(hixl_ep_closer_t *l)
 {
-    hixl_retire_t **pp, *r, *out = NULL;
+    hixl_ep_close_t **pp, *r, *out = NULL;
     uint64_t now = hixl_now_ns();
 
     pthread_mutex_lock(&l->lock);
     for (pp = &l->head; (r = *pp) != NULL;) {
-        if (!hixl_retire_due(r, now)) {
+        if (!hixl_ep_close_due(r, now)) {
             pp = &r->next;
             continue;
         }
@@ -213,32 +213,32 @@ static hixl_retire_t *hixl_retire_take_due(hixl_retires_t *l)
     return out;
 }
 
-static unsigned hixl_retire_progress(hixl_engine_t *engine)
+static unsigned hixl_ep_close_progress(hixl_engine_t *engine)
 {
-    hixl_retire_t *r, *next;
+    hixl_ep_close_t *r, *next;
     unsigned n = 0;
 
-    if (atomic_load(&engine->retires.count) == 0) {
+    if (atomic_load(&engine->ep_closer.count) == 0) {
         return 0;
     }
-    hixl_retire_unbind(engine);
-    for (r = hixl_retire_take_due(&engine->retires); r != NULL; r = next) {
+    hixl_ep_close_unbind(engine);
+    for (r = hixl_ep_close_take_due(&engine->ep_closer); r != NULL; r = next) {
         next = r->next;
         /* a flush still out (UCX's error cut it short) is called back
          * from the close, and finds r: it holds its own reference */
         hixl_ep_close_now(r->ep, r->err, 1, r->name);
         hixl_ep_err_release(r->err);
-        hixl_retire_release(r);
+        hixl_ep_close_release(r);
         ++n;
     }
     return n;
 }
 
-void hixl_retire_cleanup(hixl_engine_t *engine)
+void hixl_ep_close_cleanup(hixl_engine_t *engine)
 {
-    hixl_retires_t *l = &engine->retires;
-    hixl_reply_retire_t *rr;
-    hixl_retire_t *r, *next;
+    hixl_ep_closer_t      *l = &engine->ep_closer;
+    hixl_ep_close_reply_t *rr;
+    hixl_ep_close_t       *r, *next;
 
     while ((rr = l->replies) != NULL) {   /* flushes the destroy ended */
         l->replies = rr->next;
@@ -254,17 +254,17 @@ void hixl_retire_cleanup(hixl_engine_t *engine)
         /* the worker's destroy called back a flush still out (or it is
          * never freed: better than freed too early) */
         hixl_ep_err_release(r->err);
-        hixl_retire_release(r);
+        hixl_ep_close_release(r);
     }
 }
 
 /* UNBIND_ACK (checked by the dispatcher: ours) */
-static ucs_status_t hixl_retire_on_ack(hixl_engine_t *engine,
-                                       const hixl_am_hdr_t *h, void *data,
-                                       size_t length, ucp_ep_h reply_ep)
+static ucs_status_t hixl_ep_close_on_ack(hixl_engine_t       *engine,
+                                         const hixl_am_hdr_t *h, void *data,
+                                         size_t length, ucp_ep_h reply_ep)
 {
-    hixl_retires_t *l = &engine->retires;
-    hixl_retire_t *r;
+    hixl_ep_closer_t *l = &engine->ep_closer;
+    hixl_ep_close_t  *r;
 
     /* the endpoint is closed later, from progress: UCX is inside a
      * receive on it now */
@@ -281,13 +281,13 @@ static ucs_status_t hixl_retire_on_ack(hixl_engine_t *engine,
 
 /* ---- listener ----------------------------------------------------------------- */
 
-static void hixl_retire_req_free(void *request, ucs_status_t status,
-                                 void *user_data)
+static void hixl_ep_close_req_free(void *request, ucs_status_t status,
+                                   void *user_data)
 {
     ucp_request_free(request);
 }
 
-static void hixl_retire_force(ucp_ep_h ep)
+static void hixl_ep_close_force(ucp_ep_h ep)
 {
     ucp_request_param_t cp;
     ucs_status_ptr_t sp;
@@ -295,7 +295,7 @@ static void hixl_retire_force(ucp_ep_h ep)
     memset(&cp, 0, sizeof(cp));
     cp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK;
     cp.flags        = UCP_EP_CLOSE_FLAG_FORCE;
-    cp.cb.send      = hixl_retire_req_free;
+    cp.cb.send      = hixl_ep_close_req_free;
     sp = ucp_ep_close_nbx(ep, &cp);
     if (UCS_PTR_IS_ERR(sp)) {
         hixl_log_debug("closing an inbound endpoint: %s",
@@ -303,10 +303,10 @@ static void hixl_retire_force(ucp_ep_h ep)
     }
 }
 
-/* Take ep out of the inbound endpoints being retired (1 if it was in). */
-static int hixl_retire_reply_unlist(hixl_retires_t *l, ucp_ep_h ep)
+/* Take ep out of the inbound endpoints being closed (1 if it was in). */
+static int hixl_ep_close_reply_unlist(hixl_ep_closer_t *l, ucp_ep_h ep)
 {
-    hixl_reply_retire_t **pp, *rr;
+    hixl_ep_close_reply_t **pp, *rr;
     int found = 0;
 
     pthread_mutex_lock(&l->lock);
@@ -325,28 +325,28 @@ static int hixl_retire_reply_unlist(hixl_retires_t *l, ucp_ep_h ep)
 /* The flush of an inbound endpoint ended: without error, UCX has not
  * destroyed it (a failure would have ended the flush with an error
  * first), and its queue is empty. */
-static void hixl_retire_reply_flushed(void *request, ucs_status_t status,
-                                      void *user_data)
+static void hixl_ep_close_reply_flushed(void *request, ucs_status_t status,
+                                        void *user_data)
 {
-    hixl_reply_retire_t *rr = user_data;
+    hixl_ep_close_reply_t *rr             = user_data;
     hixl_engine_t *engine   = rr->engine;
     ucp_ep_h ep             = rr->ep;
     int found;
 
     ucp_request_free(request);
-    found = hixl_retire_reply_unlist(&engine->retires, ep);
+    found = hixl_ep_close_reply_unlist(&engine->ep_closer, ep);
     hixl_assert(found);   /* listed until its flush is called back, once */
     (void)found;
     if (status == UCS_OK) {
-        hixl_retire_force(ep);
+        hixl_ep_close_force(ep);
     }
 }
 
-void hixl_retire_reply_ep(hixl_engine_t *engine, ucp_ep_h ep, uint64_t conn,
-                          const char *why)
+void hixl_ep_close_reply_ep(hixl_engine_t *engine, ucp_ep_h ep, uint64_t conn,
+                            const char *why)
 {
-    hixl_retires_t *l = &engine->retires;
-    hixl_reply_retire_t *rr;
+    hixl_ep_closer_t      *l = &engine->ep_closer;
+    hixl_ep_close_reply_t *rr;
     ucs_status_ptr_t sp;
 
     hixl_assert(ep != NULL);
@@ -362,20 +362,20 @@ void hixl_retire_reply_ep(hixl_engine_t *engine, ucp_ep_h ep, uint64_t conn,
             l->replies = rr;
         }
     } else {
-        rr = NULL;   /* being retired already */
+        rr = NULL;   /* being closed already */
     }
     pthread_mutex_unlock(&l->lock);
     if (rr == NULL) {
         return;
     }
-    hixl_log_debug("retiring the endpoint of connection %" PRIx64 ": %s",
-                   conn, why);
+    hixl_log_debug("closing the endpoint of connection %" PRIx64 ": %s", conn,
+                   why);
     /* an inbound endpoint has no flush service (ep_flush.h) */
-    sp = hixl_ep_flush_ucp_post(ep, hixl_retire_reply_flushed, rr);
+    sp = hixl_ep_flush_ucp_post(ep, hixl_ep_close_reply_flushed, rr);
     if (!UCS_PTR_IS_PTR(sp)) {
-        hixl_retire_reply_unlist(l, ep);
+        hixl_ep_close_reply_unlist(l, ep);
         if (sp == NULL) {
-            hixl_retire_force(ep);   /* flushed already: still inside the
+            hixl_ep_close_force(ep); /* flushed already: still inside the
                                         callback that vouches for it */
         }
     }
@@ -383,13 +383,13 @@ void hixl_retire_reply_ep(hixl_engine_t *engine, ucp_ep_h ep, uint64_t conn,
 
 /* ---- set-up ------------------------------------------------------------------- */
 
-hixl_status_t hixl_retire_init(hixl_engine_t *engine)
+hixl_status_t hixl_ep_close_init(hixl_engine_t *engine)
 {
-    hixl_status_t status = hixl_progress_add(engine, hixl_retire_progress);
+    hixl_status_t status = hixl_progress_add(engine, hixl_ep_close_progress);
 
     if (status != HIXL_SUCCESS) {
         return status;
     }
-    return hixl_am_set_handler(engine, engine->ucp_worker,
-                               HIXL_AM_UNBIND_ACK, 0, hixl_retire_on_ack);
+    return hixl_am_set_handler(engine, engine->ucp_worker, HIXL_AM_UNBIND_ACK,
+                               0, hixl_ep_close_on_ack);
 }
