@@ -75,7 +75,7 @@ typedef struct fan_opts {
     unsigned       passes;         /* -n: timed passes */
     unsigned       warmup;         /* -w: untimed passes before */
     unsigned       reps;           /* -r */
-    unsigned       poll_us;        /* --poll-us: nap between status polls */
+    unsigned       poll_us;        /* --poll-us: pause between status polls */
     int            wait_block;     /* --wait block: hixl_wait_transfers */
     double         idle_s;         /* --idle */
     double         point_timeout;  /* --point-timeout: transfer budget */
@@ -215,7 +215,7 @@ typedef struct fan_xfer_cfg {
     unsigned       per_xfer;
     unsigned       window;
     unsigned       passes;
-    unsigned       poll_us;        /* nap when a sweep completed nothing */
+    unsigned       poll_us;        /* pause when a sweep completed nothing */
     int            wait_block;     /* or sleep in hixl_wait_transfers */
     uint64_t       deadline;       /* stop posting then (monotonic ns) */
     int32_t        timeout_ms;     /* hixl_connect */

@@ -196,7 +196,7 @@ static int fan_ucx_target_main(int fd, void *arg)
     fan_child_send(fd, "READY addr=%s rkey=%s base=%" PRIu64, card.addr_hex,
                    card.rkey_hex, (uint64_t)(uintptr_t)attr.address);
     /* progress until QUIT: a passive side over tcp must accept and answer
-     * the wire-up; nap when there is nothing to do */
+     * the wire-up; pause when there is nothing to do */
     for (;;) {
         busy = (int)ucp_worker_progress(u.worker);
         if (poll(&pfd, 1, busy ? 0 : 1) > 0) {

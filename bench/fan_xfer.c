@@ -14,7 +14,7 @@
  * thread, which polls only the oldest request of each peer (completions are
  * counted in order, so what completed is always a prefix of the slice: after
  * an early stop that prefix is what gets verified).  When a sweep over the
- * peers completed nothing, the thread naps poll_us microseconds: an
+ * peers completed nothing, the thread pauses poll_us microseconds: an
  * application computing between status polls, so that the CPU this process
  * uses is mostly the library's, not this loop spinning (--poll-us 0 spins,
  * as ucx_perftest and put_bw do).  With --wait block it sleeps in
@@ -268,7 +268,7 @@ static int fan_wait_any(fan_flow_t *flows, const fan_xfer_cfg_t *x,
     return 0;
 }
 
-static void fan_nap(unsigned us)
+static void fan_pause(unsigned us)
 {
     struct timespec ts = {0, (long)us * 1000};
 
@@ -337,7 +337,7 @@ int fan_xfer_run(fan_xfer_cfg_t *x, char *err, size_t err_len)
                 goto out;
             }
         } else if (!progress && x->poll_us) {
-            fan_nap(x->poll_us);
+            fan_pause(x->poll_us);
         }
     }
     rc = 0;

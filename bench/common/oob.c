@@ -17,7 +17,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#define BC_CONNECT_NAP_MS 100
+#define BC_CONNECT_PAUSE_MS 100
 
 int bc_tcp_resolve(const char *host, unsigned port, int family, int flags,
                    struct addrinfo **res_p)
@@ -109,10 +109,10 @@ int bc_tcp_connect(const struct addrinfo *res, int retry_ms)
     for (;;) {
         fd = bc_tcp_first(res, bc_tcp_connect_ai, 0);
         if ((fd >= 0) || (errno != ECONNREFUSED) ||
-            (bc_now_ns() + BC_CONNECT_NAP_MS * 1000000ull > deadline)) {
+            (bc_now_ns() + BC_CONNECT_PAUSE_MS * 1000000ull > deadline)) {
             return fd;
         }
-        bc_sleep_ms(BC_CONNECT_NAP_MS);
+        bc_sleep_ms(BC_CONNECT_PAUSE_MS);
         errno = ECONNREFUSED;
     }
 }

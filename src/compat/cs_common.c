@@ -190,7 +190,7 @@ hixl_status_t hixl_cs_engine(const char *name, int client,
     return hixl_initialize(name, opts, client ? 2 : 1, engine_p);
 }
 
-/* Polling answers: short naps while they are likely to come soon, then
+/* Polling answers: short pauses while they are likely to come soon, then
  * longer ones, so that a waiting caller costs little CPU. */
 #define HIXL_CS_BACKOFF_SHORT_POLLS 100
 #define HIXL_CS_BACKOFF_SHORT_NS    100000L    /* 0.1 ms */

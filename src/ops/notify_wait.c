@@ -19,7 +19,7 @@
  * (engine->lock held); 1 when there are notifies. */
 static int hixl_notify_wait_queued(hixl_engine_t *engine, uint64_t deadline)
 {
-    hixl_idle_wakes_t wakes = {0};
+    hixl_spurious_wakes_t wakes = {0};
     struct timespec ts;
     uint64_t now, wake;
 

@@ -148,7 +148,7 @@ static hixl_status_t hixl_wait_loop(hixl_wait_set_t *ws,
     hixl_engine_t *engine   = ws->engine;
     uint64_t deadline       = hixl_deadline_ns(timeout_ms);
     size_t want             = (mode == HIXL_WAIT_ALL) ? ws->n : 1;
-    hixl_idle_wakes_t wakes = {0};
+    hixl_spurious_wakes_t wakes            = {0};
 
     for (;;) {
         hixl_wait_collect(ws);

@@ -513,8 +513,8 @@ END_TEST
 /* ---- a listener whose UCX never answers ----------------------------------- */
 
 /* The connector's wait for a wire-up that never finishes may take at most
- * this share of one core (measured: well under 0.05 with the naps of
- * core/worker/idle_wakes.h, about 1 without them on an idle host) */
+ * this share of one core (measured: well under 0.05 with the pauses of
+ * core/worker/spurious_wakes.h, about 1 without them on an idle host) */
 #define STALL_CPU_SHARE_MAX 0.25
 #define STALL_TIMEOUT_MS    1500
 

@@ -13,7 +13,7 @@
  * This process pins itself to one CPU before it starts an engine (every
  * thread it starts inherits the mask), then streams 3 GiB of WRITEs into
  * a target as put_bw and bench/fan do: a window of four 4 MiB transfers,
- * status polls with short naps between them.  It does so with the
+ * status polls with short pauses between them.  It does so with the
  * engine's progress thread and without it, alternately, twice each.  The
  * target verifies each run's last pass byte for byte.  Over tcp, where
  * the poster's sends are the library's messages (UCX's active messages,
@@ -39,7 +39,7 @@
 #define IT_SLICES           16                      /* the target region */
 #define IT_PASSES           48                      /* 3 GiB a run */
 #define IT_WINDOW           4                       /* transfers in flight */
-#define IT_NAP_NS           50000                   /* between status polls */
+#define IT_PAUSE_NS         50000                   /* between status polls */
 #define IT_ROUNDS           2
 #define IT_THREAD_CPU_MAX   1.25   /* with a progress thread / without */
 #define IT_SEED             0x5c0eu
@@ -74,7 +74,7 @@ static int it_pin_to_one_cpu(void)
  * application that does other work between polls. */
 static void it_wait_one(hixl_engine_t *e, hixl_req_t req)
 {
-    const struct timespec nap = {0, IT_NAP_NS};
+    const struct timespec  pause = {0, IT_PAUSE_NS};
     hixl_transfer_status_t st = HIXL_TRANSFER_WAITING;
     unsigned polls;
 
@@ -82,7 +82,7 @@ static void it_wait_one(hixl_engine_t *e, hixl_req_t req)
         hx_ok(hixl_get_transfer_status(e, req, &st));
         if (st == HIXL_TRANSFER_WAITING) {
             ck_assert_msg(polls < 2000000, "a transfer never ended");
-            nanosleep(&nap, NULL);
+            nanosleep(&pause, NULL);
         }
     }
     ck_assert_msg(st == HIXL_TRANSFER_COMPLETED, "a WRITE ended %d [%s]: %s",

@@ -5,12 +5,12 @@
  * word: a module whose progress never runs leaves its operations pending for
  * good.  They grow: every callback registered stays, in order. And the count of
  * a progress thread's wake-ups that bring nothing
- * (src/core/worker/idle_wakes.c): when it naps, and what ends the naps.
+ * (src/core/worker/spurious_wakes.c): when it pauses, and what ends the pauses.
  */
 #include "config.h"
 #include "harness.h"
 #include "unit_core.h"
-#include "core/worker/idle_wakes.h"
+#include "core/worker/spurious_wakes.h"
 #include "util/clock.h"
 
 #define MANY 40   /* five times the old limit */
@@ -81,71 +81,73 @@ END_TEST
 
 /* One sleep that ends at once (1 us of 100 ms) with the given kick count
  * and socket events, then a round that found n events. */
-static void wake(hixl_idle_wakes_t *w, unsigned kicks_then,
+static void wake(hixl_spurious_wakes_t *w, unsigned kicks_then,
                  unsigned kicks_after, unsigned ctrl, unsigned n)
 {
-    hixl_idle_wakes_slept(w, 1000, 2000, 100 * HIXL_NS_PER_MS, kicks_then,
-                          ctrl);
-    hixl_idle_wakes_round(w, n, kicks_after);
+    hixl_spurious_wakes_slept(w, 1000, 2000, 100 * HIXL_NS_PER_MS, kicks_then,
+                              ctrl);
+    hixl_spurious_wakes_round(w, n, kicks_after);
 }
 
-START_TEST(test_idle_wakes)
+START_TEST(test_spurious_wakes)
 {
-    hixl_idle_wakes_t w = {0};
+    hixl_spurious_wakes_t w = {0};
     unsigned i;
 
     /* fewer than the limit: sleep on the fd */
-    for (i = 0; i < HIXL_IDLE_WAKES_MAX - 1; ++i) {
+    for (i = 0; i < HIXL_SPURIOUS_WAKES_MAX - 1; ++i) {
         wake(&w, 0, 0, 0, 0);
-        ck_assert_uint_eq(hixl_idle_wakes_nap_ns(&w, 0), 0);
+        ck_assert_uint_eq(hixl_spurious_wakes_pause_ns(&w, 0), 0);
     }
     wake(&w, 0, 0, 0, 0);
-    ck_assert_uint_eq(hixl_idle_wakes_nap_ns(&w, 0), HIXL_IDLE_WAKES_NAP_NS);
-    /* after a nap the fd is tried again; a fruitless wake naps again */
-    hixl_idle_wakes_round(&w, 0, 0);
-    ck_assert_uint_eq(hixl_idle_wakes_nap_ns(&w, 0), 0);
+    ck_assert_uint_eq(hixl_spurious_wakes_pause_ns(&w, 0),
+                      HIXL_SPURIOUS_WAKES_PAUSE_NS);
+    /* after a pause the fd is tried again; a fruitless wake pauses again */
+    hixl_spurious_wakes_round(&w, 0, 0);
+    ck_assert_uint_eq(hixl_spurious_wakes_pause_ns(&w, 0), 0);
     wake(&w, 0, 0, 0, 0);
-    ck_assert_uint_eq(hixl_idle_wakes_nap_ns(&w, 0),
-                      2 * HIXL_IDLE_WAKES_NAP_NS);
-    hixl_idle_wakes_round(&w, 0, 0);
-    ck_assert_uint_eq(hixl_idle_wakes_nap_ns(&w, 0), 0);
-    /* with transfers in flight the naps stay short: they do not grow */
+    ck_assert_uint_eq(hixl_spurious_wakes_pause_ns(&w, 0),
+                      2 * HIXL_SPURIOUS_WAKES_PAUSE_NS);
+    hixl_spurious_wakes_round(&w, 0, 0);
+    ck_assert_uint_eq(hixl_spurious_wakes_pause_ns(&w, 0), 0);
+    /* with transfers in flight the pauses stay short: they do not grow */
     wake(&w, 0, 0, 0, 0);
-    ck_assert_uint_eq(hixl_idle_wakes_nap_ns(&w, 1), HIXL_IDLE_WAKES_NAP_NS);
-    hixl_idle_wakes_round(&w, 0, 0);
-    ck_assert_uint_eq(hixl_idle_wakes_nap_ns(&w, 0), 0);
+    ck_assert_uint_eq(hixl_spurious_wakes_pause_ns(&w, 1),
+                      HIXL_SPURIOUS_WAKES_PAUSE_NS);
+    hixl_spurious_wakes_round(&w, 0, 0);
+    ck_assert_uint_eq(hixl_spurious_wakes_pause_ns(&w, 0), 0);
     /* and grow again without them, up to the most */
     for (i = 0; i < 8; ++i) {
         wake(&w, 0, 0, 0, 0);
-        ck_assert_uint_ne(hixl_idle_wakes_nap_ns(&w, 0), 0);
-        hixl_idle_wakes_round(&w, 0, 0);
-        ck_assert_uint_eq(hixl_idle_wakes_nap_ns(&w, 0), 0);
+        ck_assert_uint_ne(hixl_spurious_wakes_pause_ns(&w, 0), 0);
+        hixl_spurious_wakes_round(&w, 0, 0);
+        ck_assert_uint_eq(hixl_spurious_wakes_pause_ns(&w, 0), 0);
     }
     wake(&w, 0, 0, 0, 0);
-    ck_assert_uint_eq(hixl_idle_wakes_nap_ns(&w, 0),
-                      HIXL_IDLE_WAKES_NAP_MAX_NS);
+    ck_assert_uint_eq(hixl_spurious_wakes_pause_ns(&w, 0),
+                      HIXL_SPURIOUS_WAKES_PAUSE_MAX_NS);
 
-    /* what ends the naps: a kick, socket traffic, events, a long sleep */
+    /* what ends the pauses: a kick, socket traffic, events, a long sleep */
     wake(&w, 0, 1, 0, 0);
     ck_assert_uint_eq(w.fruitless, 0);
-    for (i = 0; i < HIXL_IDLE_WAKES_MAX; ++i) {
+    for (i = 0; i < HIXL_SPURIOUS_WAKES_MAX; ++i) {
         wake(&w, 1, 1, 0, 0);
     }
     wake(&w, 1, 1, 1, 0);
     ck_assert_uint_eq(w.fruitless, 0);
-    for (i = 0; i < HIXL_IDLE_WAKES_MAX; ++i) {
+    for (i = 0; i < HIXL_SPURIOUS_WAKES_MAX; ++i) {
         wake(&w, 1, 1, 0, 0);
     }
     wake(&w, 1, 1, 0, 3);
     ck_assert_uint_eq(w.fruitless, 0);
-    for (i = 0; i < HIXL_IDLE_WAKES_MAX; ++i) {
+    for (i = 0; i < HIXL_SPURIOUS_WAKES_MAX; ++i) {
         wake(&w, 1, 1, 0, 0);
     }
-    hixl_idle_wakes_slept(&w, 0, 60 * HIXL_NS_PER_MS, 100 * HIXL_NS_PER_MS,
-                          1, 0);
-    hixl_idle_wakes_round(&w, 0, 1);
+    hixl_spurious_wakes_slept(&w, 0, 60 * HIXL_NS_PER_MS, 100 * HIXL_NS_PER_MS,
+                              1, 0);
+    hixl_spurious_wakes_round(&w, 0, 1);
     ck_assert_uint_eq(w.fruitless, 0);
-    ck_assert_uint_eq(hixl_idle_wakes_nap_ns(&w, 0), 0);
+    ck_assert_uint_eq(hixl_spurious_wakes_pause_ns(&w, 0), 0);
 }
 END_TEST
 
@@ -156,7 +158,7 @@ static Suite *unit_progress_suite(void)
 
     tcase_add_test(tc, test_many_progress_callbacks);
     tcase_add_test(tc, test_many_periodic_callbacks);
-    tcase_add_test(tc, test_idle_wakes);
+    tcase_add_test(tc, test_spurious_wakes);
     suite_add_tcase(s, tc);
     return s;
 }

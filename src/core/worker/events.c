@@ -26,7 +26,7 @@ void hixl_events_init(hixl_events_t *ev)
     atomic_init(&ev->armed_at, 0);
     atomic_init(&ev->closing, 0);
     atomic_init(&ev->waiters, 0);
-    hixl_events_nap_init(&ev->nap);
+    hixl_events_pause_init(&ev->pause);
 }
 
 void hixl_events_cleanup(hixl_events_t *ev)
@@ -38,7 +38,7 @@ void hixl_events_cleanup(hixl_events_t *ev)
         close(ev->efd);
     }
     ev->epfd = ev->efd = -1;
-    hixl_events_nap_cleanup(&ev->nap);
+    hixl_events_pause_cleanup(&ev->pause);
     pthread_mutex_destroy(&ev->lock);
 }
 
@@ -89,8 +89,8 @@ static hixl_status_t hixl_events_create(hixl_engine_t *engine)
          * (which progresses) runs */
         (!engine->progress.running &&
          ((hixl_events_epoll_add(ev->epfd, engine->progress.epfd) != 0) ||
-          (hixl_events_nap_create(&ev->nap) < 0) ||
-          (hixl_events_epoll_add(ev->epfd, ev->nap.tfd) != 0)))) {
+          (hixl_events_pause_create(&ev->pause) < 0) ||
+          (hixl_events_epoll_add(ev->epfd, ev->pause.tfd) != 0)))) {
         hixl_error(HIXL_RESOURCE_EXHAUSTED, "engine %s: epoll for the event "
                    "fd: %s", engine->name.canon, strerror(errno));
         if (ev->epfd >= 0) {
@@ -98,7 +98,7 @@ static hixl_status_t hixl_events_create(hixl_engine_t *engine)
         }
         close(ev->efd);
         ev->epfd = ev->efd = -1;
-        hixl_events_nap_cleanup(&ev->nap);
+        hixl_events_pause_cleanup(&ev->pause);
         return HIXL_RESOURCE_EXHAUSTED;
     }
     /* armed from the start: the first event after this call wakes the
@@ -139,7 +139,7 @@ hixl_status_t hixl_events_arm(hixl_engine_t *engine, int *armed_p)
     *armed_p = 0;
     if (!engine->progress.running) {
         pthread_mutex_lock(&ev->lock);
-        ready = hixl_events_nap_prepare(engine);
+        ready = hixl_events_pause_prepare(engine);
         pthread_mutex_unlock(&ev->lock);
         if (!ready) {
             return HIXL_SUCCESS;   /* UCX or a socket had work: look again */

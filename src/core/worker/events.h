@@ -20,7 +20,7 @@
 #ifndef HIXL_CORE_EVENTS_H_
 #define HIXL_CORE_EVENTS_H_
 
-#include "core/worker/events_nap.h"
+#include "core/worker/events_pause.h"
 
 #include <hixl/hixl.h>
 #include <pthread.h>
@@ -30,7 +30,7 @@
 typedef struct hixl_engine hixl_engine_t;
 
 typedef struct hixl_events {
-    pthread_mutex_t lock;       /* creating the fds; the naps */
+    pthread_mutex_t     lock;       /* creating the fds; the pauses */
     int             efd;        /* the eventfd the library writes, or -1 */
     int             epfd;       /* what the application waits on: efd, and
                                    without a progress thread the engine's
@@ -41,7 +41,7 @@ typedef struct hixl_events {
     atomic_ulong    armed_at;   /* count at the last arm */
     atomic_int      closing;    /* finalize began: waits end */
     atomic_uint     waiters;    /* threads inside blocking waits */
-    hixl_events_nap_t nap;      /* without a progress thread (lock) */
+    hixl_events_pause_t pause;      /* without a progress thread (lock) */
 } hixl_events_t;
 
 void hixl_events_init(hixl_events_t *ev);

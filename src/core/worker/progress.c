@@ -5,7 +5,7 @@
 #include "config.h"
 #include "core/worker/progress.h"
 #include "core/engine.h"
-#include "core/worker/idle_wakes.h"
+#include "core/worker/spurious_wakes.h"
 #include "util/array.h"
 #include "util/debug.h"
 #include "util/clock.h"
@@ -49,7 +49,7 @@ hixl_status_t hixl_progress_init(hixl_engine_t *engine)
     if (p->epfd < 0) {
         return hixl_error(HIXL_FAILED, "epoll_create1: %s", strerror(errno));
     }
-    /* without event fds the progress thread naps instead of sleeping */
+    /* without event fds the progress thread pauses instead of sleeping */
     p->worker_efd    = hixl_progress_efd(engine, engine->ucp_worker);
     p->worker_efd_in = hixl_progress_efd(engine, engine->ucp_worker_in);
     if ((engine->ucp_worker_in != NULL) && (p->worker_efd_in < 0)) {
@@ -184,7 +184,7 @@ static unsigned hixl_handle_events(hixl_engine_t *engine,
     for (i = 0; i < n; ++i) {
         kind = (unsigned)(evs[i].data.u64 >> 56);
         /* HIXL_POLL_WORKER: UCX has events; ucp_worker_progress takes and
-         * counts them (the fd can be readable for nothing, idle_wakes.h) */
+         * counts them (the fd can be readable for nothing, spurious_wakes.h) */
         if ((kind < HIXL_POLL_KINDS) && (kind != HIXL_POLL_WORKER) &&
             (p->poll_fns[kind] != NULL)) {
             p->poll_fns[kind](engine, evs[i].data.u64 & ((1ull << 56) - 1),
@@ -395,18 +395,19 @@ void hixl_progress_data_seen(hixl_engine_t *engine)
  */
 #define HIXL_SPIN_MIN_NS   5000ull      /* 5 us */
 #define HIXL_SPIN_WAKE_NS  20000ull     /* what a sleep and wake-up cost */
-#define HIXL_BUSY_NAP_MS   1            /* longest sleep with work in flight */
+#define HIXL_BUSY_PAUSE_MS 1            /* longest sleep with work in flight */
 /* longest sleep with nothing in flight: a socket or UCX event wakes the
  * thread sooner; periodic work needs it at least this often */
-#define HIXL_IDLE_NAP_MS   100
+#define HIXL_IDLE_PAUSE_MS 100
 
 /* The longest sleep on the fds now (the thread's, and a blocking call's
  * without one): without UCX event fds nothing but the sockets would wake
  * the sleeper, so 1 ms. */
 static int hixl_progress_sleep_ms(hixl_progress_t *p)
 {
-    return (p->worker_efd < 0) ? 1 :
-           (atomic_load(&p->busy) > 0) ? HIXL_BUSY_NAP_MS : HIXL_IDLE_NAP_MS;
+    return (p->worker_efd < 0)         ? 1 :
+           (atomic_load(&p->busy) > 0) ? HIXL_BUSY_PAUSE_MS :
+                                         HIXL_IDLE_PAUSE_MS;
 }
 
 static uint64_t hixl_progress_spin_ns(const hixl_progress_t *p, int busy,
@@ -442,8 +443,8 @@ static void *hixl_progress_main(void *arg)
                             HIXL_NS_PER_US;
     uint64_t last_active  = hixl_now_ns(), now;
     uint64_t last_data    = 0;   /* no data yet: no idle spin */
-    hixl_idle_wakes_t wakes = {0};
-    uint64_t slept_at, nap_ns;
+    hixl_spurious_wakes_t wakes        = {0};
+    uint64_t              slept_at, pause_ns;
     ucs_status_t ustatus;
     unsigned n = 0, kicks, ctrl;
     int busy, sleep_ms;
@@ -459,7 +460,7 @@ static void *hixl_progress_main(void *arg)
                                              memory_order_relaxed)) {
             last_data = now;
         }
-        hixl_idle_wakes_round(&wakes, n, kicks);
+        hixl_spurious_wakes_round(&wakes, n, kicks);
         if (n > 0) {
             hixl_progress_event(p, now, last_active);
             last_active = now;
@@ -474,14 +475,15 @@ static void *hixl_progress_main(void *arg)
             sched_yield();
             continue;
         }
-        nap_ns = (p->worker_efd >= 0) ? hixl_idle_wakes_nap_ns(&wakes, busy) :
-                 0;
-        if (nap_ns > 0) {
+        pause_ns = (p->worker_efd >= 0) ?
+                       hixl_spurious_wakes_pause_ns(&wakes, busy) :
+                       0;
+        if (pause_ns > 0) {
             /* UCX's fd wakes us for nothing: look again later.  Counted as
              * a sleep, so that a thread polling its transfer meanwhile
              * progresses the engine itself rather than yield to us. */
             atomic_store(&p->sleeping, 1);
-            hixl_idle_wakes_nap(nap_ns);
+            hixl_spurious_wakes_pause(pause_ns);
             atomic_store(&p->sleeping, 0);
             continue;
         }
@@ -505,9 +507,9 @@ static void *hixl_progress_main(void *arg)
             sleep_ms = hixl_progress_sleep_ms(p);
             slept_at = hixl_now_ns();
             ctrl     = hixl_poll_control(engine, sleep_ms);
-            hixl_idle_wakes_slept(&wakes, slept_at, hixl_now_ns(),
-                                  (uint64_t)sleep_ms * HIXL_NS_PER_MS, kicks,
-                                  ctrl);
+            hixl_spurious_wakes_slept(&wakes, slept_at, hixl_now_ns(),
+                                      (uint64_t)sleep_ms * HIXL_NS_PER_MS,
+                                      kicks, ctrl);
         }
         atomic_store(&p->sleeping, 0);
         now = hixl_now_ns();
@@ -563,19 +565,19 @@ int hixl_progress_ready_to_sleep(hixl_engine_t *engine)
 }
 
 unsigned hixl_progress_block(hixl_engine_t *engine, uint64_t deadline_ns,
-                             hixl_idle_wakes_t *wakes)
+                             hixl_spurious_wakes_t *wakes)
 {
     hixl_progress_t *p = &engine->progress;
-    uint64_t now, cap_ns, nap_ns, slept_at;
+    uint64_t         now, cap_ns, pause_ns, slept_at;
     unsigned n;
     int ms;
 
     /* nobody kicks a thread that is not there: kick counts play no part */
     if (!hixl_progress_ready_to_sleep(engine)) {
-        hixl_idle_wakes_round(wakes, 1, 0);
+        hixl_spurious_wakes_round(wakes, 1, 0);
         return 1;
     }
-    hixl_idle_wakes_round(wakes, 0, 0);
+    hixl_spurious_wakes_round(wakes, 0, 0);
     now = hixl_now_ns();
     if (deadline_ns <= now) {
         return 0;
@@ -584,16 +586,16 @@ unsigned hixl_progress_block(hixl_engine_t *engine, uint64_t deadline_ns,
     if (deadline_ns - now < cap_ns) {
         cap_ns = deadline_ns - now;
     }
-    nap_ns = hixl_idle_wakes_nap_ns(wakes, atomic_load(&p->busy) > 0);
-    if (nap_ns > 0) {
-        hixl_idle_wakes_nap((nap_ns < cap_ns) ? nap_ns : cap_ns);
+    pause_ns = hixl_spurious_wakes_pause_ns(wakes, atomic_load(&p->busy) > 0);
+    if (pause_ns > 0) {
+        hixl_spurious_wakes_pause((pause_ns < cap_ns) ? pause_ns : cap_ns);
         return 0;
     }
     ms       = (int)((cap_ns + HIXL_NS_PER_MS - 1) / HIXL_NS_PER_MS);
     slept_at = hixl_now_ns();
     n        = hixl_poll_control(engine, ms);
-    hixl_idle_wakes_slept(wakes, slept_at, hixl_now_ns(),
-                          (uint64_t)ms * HIXL_NS_PER_MS, 0, n);
+    hixl_spurious_wakes_slept(wakes, slept_at, hixl_now_ns(),
+                              (uint64_t)ms * HIXL_NS_PER_MS, 0, n);
     return n;
 }
 
@@ -610,7 +612,8 @@ unsigned hixl_progress_block(hixl_engine_t *engine, uint64_t deadline_ns,
  * core for the connect's whole timeout.)  *spin_end: when polling stops
  * unless something comes; 0 at the start of a wait. */
 static void hixl_engine_wait_turn(hixl_engine_t *engine, uint64_t deadline_ns,
-                                  uint64_t *spin_end, hixl_idle_wakes_t *wakes)
+                                  uint64_t              *spin_end,
+                                  hixl_spurious_wakes_t *wakes)
 {
     uint64_t spin_ns = (uint64_t)engine->opts.progress_spin_us *
                        HIXL_NS_PER_US;
@@ -638,7 +641,7 @@ static void hixl_engine_wait_turn(hixl_engine_t *engine, uint64_t deadline_ns,
 int hixl_engine_wait(hixl_engine_t *engine, uint64_t deadline_ns,
                      int (*pred)(void *arg), void *arg)
 {
-    hixl_idle_wakes_t wakes = {0};
+    hixl_spurious_wakes_t wakes          = {0};
     uint64_t spin_end       = 0;
     struct timespec ts;
     uint64_t now, wake;

@@ -39,7 +39,7 @@
 #ifndef HIXL_CORE_PROGRESS_H_
 #define HIXL_CORE_PROGRESS_H_
 
-#include "core/worker/idle_wakes.h"
+#include "core/worker/spurious_wakes.h"
 #include "core/worker/ucx_posting.h"
 
 #include <hixl/hixl.h>
@@ -73,8 +73,8 @@ typedef void (*hixl_in_worker_fn_t)(hixl_engine_t *engine, int quiet);
 
 typedef struct hixl_progress {
     int                epfd;
-    int                worker_efd;    /* -1: UCX gave no event fd (either
-                                         worker): nap instead of sleep */
+    int                 worker_efd; /* -1: UCX gave no event fd (either
+                                         worker): pause instead of sleep */
     int                worker_efd_in;
     pthread_mutex_t    poll_lock;     /* one thread reads the sockets */
     unsigned           poll_count;
@@ -184,15 +184,15 @@ void hixl_progress_after_in(hixl_engine_t *engine, hixl_in_worker_fn_t fn);
 int hixl_progress_ready_to_sleep(hixl_engine_t *engine);
 
 /* Without a progress thread, a blocking call's turn: progress, and when
- * nothing happened sleep in epoll on the engine's sockets and UCX's event
- * fds until one fires, deadline_ns passes, or at most 1 ms with work in
- * flight (100 ms idle), as the progress thread would.  wakes is the
- * caller's, kept across the turns of one wait (zeroed at its start): where
- * UCX's fd wakes the sleeper for nothing, turns nap instead, as the
- * thread does (core/worker/idle_wakes.h).  Returns 0 after a sleep or nap that
- * saw nothing, else non-zero (work was found and progressed). */
+ * nothing happened sleep in epoll on the engine's sockets and UCX's event fds
+ * until one fires, deadline_ns passes, or at most 1 ms with work in flight (100
+ * ms idle), as the progress thread would.  wakes is the caller's, kept across
+ * the turns of one wait (zeroed at its start): where UCX's fd wakes the sleeper
+ * for nothing, turns pause instead, as the thread does
+ * (core/worker/spurious_wakes.h).  Returns 0 after a sleep or pause that saw
+ * nothing, else non-zero (work was found and progressed). */
 unsigned hixl_progress_block(hixl_engine_t *engine, uint64_t deadline_ns,
-                             hixl_idle_wakes_t *wakes);
+                             hixl_spurious_wakes_t *wakes);
 
 /* Work was posted: make sure a sleeping progress thread wakes for it. */
 void hixl_progress_kick(hixl_engine_t *engine);

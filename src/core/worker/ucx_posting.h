@@ -11,7 +11,7 @@
  * the poster inside its send, typically for the progress thread that the
  * filling socket woke, and the progress thread then spins on UCX's lock
  * for its whole time slice while the holder cannot run.  A prefill pinned
- * to one core, napping between its status polls, spent a third of its
+ * to one core, pausing between its status polls, spent a third of its
  * CPU there.  (A CPU quota on a host with free cores does not do it: the
  * two threads run side by side until the whole group is throttled.)
  *
