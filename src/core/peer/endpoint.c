@@ -6,7 +6,7 @@
 #include "config.h"
 #include "core/engine.h"
 #include "core/peer/peer.h"
-#include "core/worker/ucx_quiet.h"
+#include "core/worker/ucx_log_mute.h"
 #include "core/peer/ep_close.h"
 #include "util/debug.h"
 #include "util/log.h"
@@ -81,11 +81,11 @@ static ucs_status_t hixl_ep_create_mode(hixl_engine_t *engine,
 
     if (*mode == HIXL_ERROR_MODE_AUTO) {
         /* a refusal here is expected and answered: UCX's error line for it
-         * would only mislead (ucx_quiet.h) */
+         * would only mislead (ucx_log_mute.h) */
         params->err_mode = UCP_ERR_HANDLING_MODE_PEER;
-        hixl_ucx_quiet_begin();
+        hixl_ucx_log_mute_begin();
         ustatus = ucp_ep_create(engine->ucp_worker, params, &peer->ep);
-        hixl_ucx_quiet_end();
+        hixl_ucx_log_mute_end();
         if (ustatus != UCS_ERR_UNREACHABLE) {
             *mode = HIXL_ERROR_MODE_PEER;
             return ustatus;

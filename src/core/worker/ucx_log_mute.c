@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Keeping UCX quiet for one call (see ucx_quiet.h).
+ * Keeping UCX quiet for one call (see ucx_log_mute.h).
  *
  * Why: UCX logs an ERROR when an endpoint cannot be created in PEER error
  * mode because no transport with peer-failure handling reaches the peer
@@ -13,38 +13,37 @@
  * The library is linked with -z nodelete, so the handler never dangles.
  */
 #include "config.h"
-#include "core/worker/ucx_quiet.h"
+#include "core/worker/ucx_log_mute.h"
 
 #include <pthread.h>
 #include <ucs/debug/log_def.h>
 
-static __thread int hixl_ucx_quiet_depth;
-static pthread_once_t hixl_ucx_quiet_once = PTHREAD_ONCE_INIT;
+static __thread int   hixl_ucx_log_mute_depth;
+static pthread_once_t hixl_ucx_log_mute_once = PTHREAD_ONCE_INIT;
 
-static ucs_log_func_rc_t
-hixl_ucx_quiet_handler(const char *file, unsigned line, const char *function,
-                       ucs_log_level_t level,
-                       const ucs_log_component_config_t *comp_conf,
-                       const char *message, va_list ap)
+static ucs_log_func_rc_t hixl_ucx_log_mute_handler(
+    const char *file, unsigned line, const char *function,
+    ucs_log_level_t level, const ucs_log_component_config_t *comp_conf,
+    const char *message, va_list ap)
 {
-    if ((hixl_ucx_quiet_depth > 0) && (level > UCS_LOG_LEVEL_FATAL)) {
+    if ((hixl_ucx_log_mute_depth > 0) && (level > UCS_LOG_LEVEL_FATAL)) {
         return UCS_LOG_FUNC_RC_STOP;
     }
     return UCS_LOG_FUNC_RC_CONTINUE;
 }
 
-static void hixl_ucx_quiet_install(void)
+static void hixl_ucx_log_mute_install(void)
 {
-    ucs_log_push_handler(hixl_ucx_quiet_handler);
+    ucs_log_push_handler(hixl_ucx_log_mute_handler);
 }
 
-void hixl_ucx_quiet_begin(void)
+void hixl_ucx_log_mute_begin(void)
 {
-    pthread_once(&hixl_ucx_quiet_once, hixl_ucx_quiet_install);
-    ++hixl_ucx_quiet_depth;
+    pthread_once(&hixl_ucx_log_mute_once, hixl_ucx_log_mute_install);
+    ++hixl_ucx_log_mute_depth;
 }
 
-void hixl_ucx_quiet_end(void)
+void hixl_ucx_log_mute_end(void)
 {
-    --hixl_ucx_quiet_depth;
+    --hixl_ucx_log_mute_depth;
 }

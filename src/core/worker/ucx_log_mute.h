@@ -4,12 +4,12 @@
  * process-wide log level (another engine, or another UCX user in the same
  * process, relies on it).
  */
-#ifndef HIXL_CORE_UCX_QUIET_H_
-#define HIXL_CORE_UCX_QUIET_H_
+#ifndef HIXL_CORE_UCX_LOG_MUTE_H_
+#define HIXL_CORE_UCX_LOG_MUTE_H_
 
 /* Between begin and end, UCX log messages raised by the calling thread are
  * dropped; other threads are untouched.  Nests. */
-void hixl_ucx_quiet_begin(void);
-void hixl_ucx_quiet_end(void);
+void hixl_ucx_log_mute_begin(void);
+void hixl_ucx_log_mute_end(void);
 
 #endif
