@@ -85,7 +85,7 @@ struct hixl_engine {
     atomic_uint        cancelled;     /* transfers settled at peer close */
 
     /* injected by device/: drop a remote device key's reference */
-    hixl_rdev_put_fn_t rdev_put;
+    hixl_remote_dev_put_fn_t remote_dev_put;
 
     /* the layers above, opaque here */
     struct hixl_ctrl      *ctrl;      /* ctrl/ */

@@ -86,7 +86,7 @@ hixl_status_t hixl_dev_init(hixl_engine_t *engine)
     atomic_init(&dev->barriers_live, 0);
     atomic_init(&dev->seq, 0);
     engine->dev      = dev;
-    engine->rdev_put = hixl_dev_rdev_put;
+    engine->remote_dev_put = hixl_dev_remote_put;
     hixl_dev_local_engine(engine, 1);
     status = hixl_progress_add(engine, hixl_dev_progress);
     if (status != HIXL_SUCCESS) {
@@ -170,10 +170,10 @@ static void hixl_dev_unit_free(hixl_engine_t *engine, hixl_dev_unit_t *unit)
 {
     size_t i;
 
-    for (i = 0; i < unit->nrdevs; ++i) {
-        hixl_dev_rdev_put(engine, unit->rdevs[i]);
+    for (i = 0; i < unit->num_remote_devs; ++i) {
+        hixl_dev_remote_put(engine, unit->remote_devs[i]);
     }
-    free(unit->rdevs);
+    free(unit->remote_devs);
     if (unit->job != NULL) {
         hixl_stage_job_free(unit->job);
     }

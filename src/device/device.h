@@ -72,9 +72,9 @@ typedef struct hixl_dev_unit {
     hixl_peer_t          *peer;       /* retained */
     hixl_dev_mark_t       marks[HIXL_UNIT_MARKS];
     unsigned              nmarks;
-    struct hixl_rdev    **rdevs;      /* referenced while copies run */
-    size_t                nrdevs;
-    size_t                rdevs_cap;
+    struct hixl_remote_dev **remote_devs;   /* referenced while copies run */
+    size_t                   num_remote_devs;
+    size_t                   remote_devs_cap;
     hixl_stage_job_t     *job;        /* staged descriptors, or NULL */
     int                   submitted;
 } hixl_dev_unit_t;

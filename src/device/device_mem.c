@@ -244,7 +244,7 @@ hixl_status_t hixl_dev_rregion_create(hixl_engine_t *engine,
     hixl_dev_t *dev = engine->dev;
     hixl_dev_plugin_t *dp = NULL;
     hixl_dev_key_t k;
-    hixl_rdev_t *rdev;
+    hixl_remote_dev_t *remote_dev;
     hixl_status_t status;
     uint64_t exported = 0;
     char err[160];
@@ -254,14 +254,14 @@ hixl_status_t hixl_dev_rregion_create(hixl_engine_t *engine,
         return hixl_error(HIXL_FAILED, "MEM_ADD of [0x%" PRIx64 ", +%" PRIu64
                           "): %s", rr->range.addr, rr->range.len, err);
     }
-    rdev = calloc(1, sizeof(*rdev));
-    if (rdev == NULL) {
+    remote_dev = calloc(1, sizeof(*remote_dev));
+    if (remote_dev == NULL) {
         return hixl_error(HIXL_FAILED, "out of memory for a remote region");
     }
-    atomic_init(&rdev->refs, 1);
-    snprintf(rdev->plugin, sizeof(rdev->plugin), "%s", k.plugin);
-    rdev->device    = k.device;
-    rdev->same_node = !strcmp(k.node, engine->host_id);
+    atomic_init(&remote_dev->refs, 1);
+    snprintf(remote_dev->plugin, sizeof(remote_dev->plugin), "%s", k.plugin);
+    remote_dev->device    = k.device;
+    remote_dev->same_node = !strcmp(k.node, engine->host_id);
     for (i = 0; (dev != NULL) && (i < dev->nplugins); ++i) {
         if ((dev->plugins[i].ctx != NULL) &&
             !strcmp(dev->plugins[i].plugin->name, k.plugin)) {
@@ -270,78 +270,81 @@ hixl_status_t hixl_dev_rregion_create(hixl_engine_t *engine,
     }
     if (dp != NULL) {
         pthread_mutex_lock(&dev->lock);
-        status = dp->ops->unpack(dp->ctx, k.blob, k.blob_len, &rdev->rmem,
+        status = dp->ops->unpack(dp->ctx, k.blob, k.blob_len, &remote_dev->rmem,
                                  &exported);
         if ((status == HIXL_SUCCESS) && (exported != rr->range.len)) {
-            dp->ops->release(dp->ctx, rdev->rmem);
+            dp->ops->release(dp->ctx, remote_dev->rmem);
             status = hixl_error(HIXL_FAILED, "its %s key exports %" PRIu64
                                 " bytes", k.plugin, exported);
         }
         pthread_mutex_unlock(&dev->lock);
         if (status != HIXL_SUCCESS) {
-            free(rdev);
+            free(remote_dev);
             return hixl_error(HIXL_FAILED, "MEM_ADD of device region [0x%"
                               PRIx64 ", +%" PRIu64 "): %s", rr->range.addr,
                               rr->range.len, hixl_error_message());
         }
-        rdev->dp = dp;
-        if (rdev->same_node &&
+        remote_dev->dp = dp;
+        if (remote_dev->same_node &&
             hixl_dev_local_find(key, key_len, rr->range.addr, rr->range.len,
-                                &rdev->attr)) {
+                                &remote_dev->attr)) {
             /* this process' own memory: used in place, never imported */
-            rdev->own_process  = 1;
-            rdev->addr         = (void*)(uintptr_t)rr->range.addr;
-            rdev->import_state = 1;
+            remote_dev->own_process  = 1;
+            remote_dev->addr         = (void *)(uintptr_t)rr->range.addr;
+            remote_dev->import_state = 1;
             hixl_log_debug("device region [0x%" PRIx64 ", +%" PRIu64 ") of "
                            "a peer is this process' own (device %d): "
-                           "direct device copies", rr->range.addr,
-                           rr->range.len, rdev->attr.device);
+                           "direct device copies",
+                           rr->range.addr, rr->range.len,
+                           remote_dev->attr.device);
         }
     }
-    rr->dev = rdev;
+    rr->dev = remote_dev;
     return HIXL_SUCCESS;
 }
 
-void hixl_dev_rdev_get(hixl_rdev_t *rdev)
+void hixl_dev_remote_get(hixl_remote_dev_t *remote_dev)
 {
-    atomic_fetch_add(&rdev->refs, 1);
+    atomic_fetch_add(&remote_dev->refs, 1);
 }
 
-void hixl_dev_rdev_put(hixl_engine_t *engine, hixl_rdev_t *rdev)
+void hixl_dev_remote_put(hixl_engine_t *engine, hixl_remote_dev_t *remote_dev)
 {
-    unsigned before = atomic_fetch_sub(&rdev->refs, 1);
+    unsigned before = atomic_fetch_sub(&remote_dev->refs, 1);
 
     hixl_assert(before >= 1);   /* never below zero */
     if (before != 1) {
         return;
     }
-    if ((rdev->dp != NULL) && (rdev->rmem != NULL)) {
+    if ((remote_dev->dp != NULL) && (remote_dev->rmem != NULL)) {
         /* closes the import: no copy into it is left */
         pthread_mutex_lock(&engine->dev->lock);
-        rdev->dp->ops->release(rdev->dp->ctx, rdev->rmem);
+        remote_dev->dp->ops->release(remote_dev->dp->ctx, remote_dev->rmem);
         pthread_mutex_unlock(&engine->dev->lock);
     }
-    free(rdev);
+    free(remote_dev);
 }
 
-hixl_status_t hixl_dev_rdev_import(hixl_engine_t *engine, hixl_rdev_t *rdev)
+hixl_status_t hixl_dev_remote_import(hixl_engine_t     *engine,
+                                     hixl_remote_dev_t *remote_dev)
 {
     hixl_status_t status;
 
     (void)engine;
-    if (rdev->import_state == 0) {
-        status = rdev->dp->ops->import(rdev->dp->ctx, rdev->rmem, &rdev->addr,
-                                       &rdev->attr);
+    if (remote_dev->import_state == 0) {
+        status =
+            remote_dev->dp->ops->import(remote_dev->dp->ctx, remote_dev->rmem,
+                                        &remote_dev->addr, &remote_dev->attr);
         if (status == HIXL_SUCCESS) {
-            rdev->import_state = 1;
+            remote_dev->import_state = 1;
         } else {
-            rdev->import_state = -1;
-            snprintf(rdev->why, sizeof(rdev->why), "IPC import failed: %s",
-                     hixl_error_message());
+            remote_dev->import_state = -1;
+            snprintf(remote_dev->why, sizeof(remote_dev->why),
+                     "IPC import failed: %s", hixl_error_message());
         }
     }
-    if (rdev->import_state > 0) {
+    if (remote_dev->import_state > 0) {
         return HIXL_SUCCESS;
     }
-    return hixl_error(HIXL_UNSUPPORTED, "%s", rdev->why);
+    return hixl_error(HIXL_UNSUPPORTED, "%s", remote_dev->why);
 }

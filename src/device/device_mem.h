@@ -25,7 +25,7 @@ typedef struct hixl_dev_reg {
 /* A remote device region (hixl_rregion_t.dev); shared by the peer's
  * table and the units that copy into it, freed (import closed) with the
  * last reference. */
-typedef struct hixl_rdev {
+typedef struct hixl_remote_dev {
     atomic_uint        refs;
     hixl_dev_plugin_t *dp;            /* NULL: we lack the owner's plugin */
     char               plugin[HIXL_DEV_KEY_NAME_MAX + 1];
@@ -39,7 +39,7 @@ typedef struct hixl_rdev {
     void              *addr;          /* the import, when mapped */
     hixl_mem_attr_t    attr;          /* its device in this process */
     char               why[200];      /* import failure */
-} hixl_rdev_t;
+} hixl_remote_dev_t;
 
 /* Find the plugin that claims region's memory and export it. */
 hixl_status_t hixl_dev_region_register(hixl_engine_t *engine,
@@ -49,8 +49,8 @@ void hixl_dev_region_release(hixl_engine_t *engine, hixl_region_t *region);
 hixl_status_t hixl_dev_rregion_create(hixl_engine_t *engine,
                                       hixl_rregion_t *rr, const void *key,
                                       size_t key_len);
-void hixl_dev_rdev_get(hixl_rdev_t *rdev);
-void hixl_dev_rdev_put(hixl_engine_t *engine, hixl_rdev_t *rdev);
+void hixl_dev_remote_get(hixl_remote_dev_t *remote_dev);
+void hixl_dev_remote_put(hixl_engine_t *engine, hixl_remote_dev_t *remote_dev);
 /* The engines of this process with device support, for
  * hixl_dev_peer_local: hixl_dev_init adds, hixl_dev_cleanup removes. */
 void hixl_dev_local_engine(hixl_engine_t *engine, int add);
@@ -61,7 +61,8 @@ int hixl_dev_peer_local(const hixl_engine_t *engine,
                         const hixl_peer_t *peer);
 
 /* Map the remote memory here if not yet (dev->lock held); SUCCESS or the
- * cached failure (UNSUPPORTED) with rdev->why. */
-hixl_status_t hixl_dev_rdev_import(hixl_engine_t *engine, hixl_rdev_t *rdev);
+ * cached failure (UNSUPPORTED) with remote_dev->why. */
+hixl_status_t hixl_dev_remote_import(hixl_engine_t     *engine,
+                                     hixl_remote_dev_t *remote_dev);
 
 #endif

@@ -37,31 +37,35 @@ static const char *hixl_dev_no_ipc(hixl_engine_t *engine, hixl_peer_t *peer,
                                    hixl_region_t *lr, hixl_rregion_t *rr,
                                    char *buf, size_t len)
 {
-    hixl_rdev_t *rdev = rr->dev;
+    hixl_remote_dev_t *remote_dev = rr->dev;
 
     if ((rr->mem_type != HIXL_MEM_DEVICE) && (lr->type == HIXL_MEM_DEVICE) &&
         hixl_dev_peer_local(engine, peer)) {
         return NULL;
     }
-    if ((rr->mem_type != HIXL_MEM_DEVICE) || (rdev == NULL)) {
+    if ((rr->mem_type != HIXL_MEM_DEVICE) || (remote_dev == NULL)) {
         return "IPC reaches only remote device memory (or host memory of "
                "an engine in this process)";
     }
-    if (!rdev->same_node) {
+    if (!remote_dev->same_node) {
         return "the remote device memory is on another node";
     }
-    if (rdev->dp == NULL) {
-        snprintf(buf, len, "the '%s' plugin that owns the remote memory is "
-                 "not available here", rdev->plugin);
+    if (remote_dev->dp == NULL) {
+        snprintf(buf, len,
+                 "the '%s' plugin that owns the remote memory is "
+                 "not available here",
+                 remote_dev->plugin);
         return buf;
     }
-    if ((lr->type == HIXL_MEM_DEVICE) && (lr->dev->dp != rdev->dp)) {
-        snprintf(buf, len, "local memory belongs to plugin '%s', remote to "
-                 "'%s'", lr->dev->dp->plugin->name, rdev->plugin);
+    if ((lr->type == HIXL_MEM_DEVICE) && (lr->dev->dp != remote_dev->dp)) {
+        snprintf(buf, len,
+                 "local memory belongs to plugin '%s', remote to "
+                 "'%s'",
+                 lr->dev->dp->plugin->name, remote_dev->plugin);
         return buf;
     }
-    if (hixl_dev_rdev_import(engine, rdev) != HIXL_SUCCESS) {
-        return rdev->why;
+    if (hixl_dev_remote_import(engine, remote_dev) != HIXL_SUCCESS) {
+        return remote_dev->why;
     }
     return NULL;
 }
@@ -177,18 +181,21 @@ static int hixl_dev_unit_queued(hixl_dev_unit_t *unit, hixl_dev_plugin_t *dp,
     return 0;
 }
 
-/* Keep rdev alive while the unit's copies may use its import. */
-static int hixl_dev_unit_hold(hixl_dev_unit_t *unit, hixl_rdev_t *rdev)
+/* Keep remote_dev alive while the unit's copies may use its import. */
+static int hixl_dev_unit_hold(hixl_dev_unit_t   *unit,
+                              hixl_remote_dev_t *remote_dev)
 {
-    if ((unit->nrdevs > 0) && (unit->rdevs[unit->nrdevs - 1] == rdev)) {
+    if ((unit->num_remote_devs > 0) &&
+        (unit->remote_devs[unit->num_remote_devs - 1] == remote_dev)) {
         return 0;   /* batches mostly target one region */
     }
-    if (hixl_array_reserve(&unit->rdevs, &unit->rdevs_cap, unit->nrdevs + 1,
-                           sizeof(*unit->rdevs), 8) != 0) {
+    if (hixl_array_reserve(&unit->remote_devs, &unit->remote_devs_cap,
+                           unit->num_remote_devs + 1,
+                           sizeof(*unit->remote_devs), 8) != 0) {
         return -1;
     }
-    hixl_dev_rdev_get(rdev);
-    unit->rdevs[unit->nrdevs++] = rdev;
+    hixl_dev_remote_get(remote_dev);
+    unit->remote_devs[unit->num_remote_devs++] = remote_dev;
     return 0;
 }
 
@@ -233,40 +240,40 @@ static int hixl_dev_post_ipc(hixl_dev_unit_t *unit, size_t i,
                              const hixl_transfer_op_desc_t *d,
                              hixl_region_t *lr, hixl_rregion_t *rr)
 {
-    hixl_rdev_t *rdev = rr->dev;
+    hixl_remote_dev_t *remote_dev = rr->dev;
     int32_t ldev      = (lr->type == HIXL_MEM_DEVICE) ? lr->dev->attr.device :
                         -1;
     void *remote;
     hixl_mem_copy_t c;
 
-    if (rdev == NULL) {
+    if (remote_dev == NULL) {
         return hixl_dev_post_own_host(unit, i, d, lr);
     }
-    remote = (uint8_t*)rdev->addr + (d->remote_addr - rr->range.addr);
+    remote = (uint8_t *)remote_dev->addr + (d->remote_addr - rr->range.addr);
 
     if (unit->req->op == HIXL_WRITE) {
         c.dst        = remote;
-        c.dst_device = rdev->attr.device;
+        c.dst_device = remote_dev->attr.device;
         c.src        = (const void*)d->local_addr;
         c.src_device = ldev;
     } else {
         c.dst        = (void*)d->local_addr;
         c.dst_device = ldev;
         c.src        = remote;
-        c.src_device = rdev->attr.device;
+        c.src_device = remote_dev->attr.device;
     }
     c.len = d->len;
     /* the local device's engine runs it; for host memory, the engine of
      * the device that holds the imported memory */
-    c.exec_device = (ldev >= 0) ? ldev : rdev->attr.device;
-    if ((hixl_dev_unit_hold(unit, rdev) != 0) ||
-        (hixl_dev_unit_queued(unit, rdev->dp, c.exec_device) != 0)) {
+    c.exec_device = (ldev >= 0) ? ldev : remote_dev->attr.device;
+    if ((hixl_dev_unit_hold(unit, remote_dev) != 0) ||
+        (hixl_dev_unit_queued(unit, remote_dev->dp, c.exec_device) != 0)) {
         hixl_req_fail(unit->req, HIXL_RESOURCE_EXHAUSTED, "descriptor %zu: "
                       "out of memory (or more than %d devices) for device "
                       "copies", i, HIXL_UNIT_MARKS);
         return -1;
     }
-    if (rdev->dp->ops->copy(rdev->dp->ctx, &c) != HIXL_SUCCESS) {
+    if (remote_dev->dp->ops->copy(remote_dev->dp->ctx, &c) != HIXL_SUCCESS) {
         hixl_req_fail(unit->req, HIXL_FAILED, "descriptor %zu: device copy "
                       "to %s failed: %s", i, unit->peer->name,
                       hixl_error_message());

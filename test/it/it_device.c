@@ -254,14 +254,14 @@ START_TEST(test_batch_mixed)
     hx_dev_target_t t;
     hixl_engine_t *e;
     uint8_t *host, *dev;
-    int rdev, rhost, i;
+    int                     remote_dev, rhost, i;
     uint64_t off;
 
     hx_use_tls(_i);
     hx_dev_target_start(&t, NULL);
     e = it_engine("BufferPool", "4:1", NULL, NULL);
     hx_connect(e, t.name);
-    rdev  = hx_dev_target_region(&t, 2, N * CH);
+    remote_dev = hx_dev_target_region(&t, 2, N * CH);
     rhost = hx_dev_target_region(&t, -1, N * CH);
     host  = hx_alloc_pages(2 * N * CH);
     dev   = hx_dev_alloc(1, 2 * N * CH);
@@ -273,8 +273,12 @@ START_TEST(test_batch_mixed)
     for (i = 0; i < N; ++i) {
         off = (uint64_t)i * CH;
         switch (i % 4) {
-        case 0: d[i] = it_desc(host + off, t.addr[rdev] + off, CH - i); break;
-        case 1: d[i] = it_desc(dev + off, t.addr[rdev] + off, CH - i); break;
+        case 0:
+            d[i] = it_desc(host + off, t.addr[remote_dev] + off, CH - i);
+            break;
+        case 1:
+            d[i] = it_desc(dev + off, t.addr[remote_dev] + off, CH - i);
+            break;
         case 2: d[i] = it_desc(dev + off, t.addr[rhost] + off, CH - i); break;
         case 3: d[i] = it_desc(host + off, t.addr[rhost] + off, CH - i); break;
         }
@@ -282,8 +286,8 @@ START_TEST(test_batch_mixed)
     hx_transfer(e, t.name, HIXL_WRITE, d, N, 1);
     for (i = 0; i < N; ++i) {
         off = (uint64_t)i * CH;
-        hx_dev_target_verify(&t, ((i % 4) < 2) ? rdev : rhost, off, CH - i,
-                             SEED, off);
+        hx_dev_target_verify(&t, ((i % 4) < 2) ? remote_dev : rhost, off,
+                             CH - i, SEED, off);
     }
     /* read back, into the other half of both local buffers */
     for (i = 0; i < N; ++i) {
@@ -322,14 +326,14 @@ START_TEST(test_layer_flush)
     hixl_engine_t *e;
     uint8_t *dev;
     char msg[1024];
-    int rdev, rhost, l;
+    int                     remote_dev, rhost, l;
 
     hx_use_tls(_i);
     setenv("EMU_ACL_COPY_DELAY_US", "20000", 1);
     hx_dev_target_start(&t, NULL);
     e = it_engine("BufferPool", "2:1", NULL, NULL);
     hx_connect(e, t.name);
-    rdev  = hx_dev_target_region(&t, 1, LAYERS * LEN);
+    remote_dev = hx_dev_target_region(&t, 1, LAYERS * LEN);
     rhost = hx_dev_target_region(&t, -1, LAYERS * LEN);
     dev   = hx_dev_alloc(0, LAYERS * LEN);
     hx_register_dev(e, dev, LAYERS * LEN);
@@ -337,7 +341,7 @@ START_TEST(test_layer_flush)
 
     for (l = 0; l < LAYERS; ++l) {
         /* even layers into device memory (IPC), odd into host (staging) */
-        w.region = (l % 2) ? rhost : rdev;
+        w.region = (l % 2) ? rhost : remote_dev;
         w.off    = (uint64_t)l * LEN;
         w.len    = LEN;
         w.seed   = SEED;

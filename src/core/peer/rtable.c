@@ -37,7 +37,7 @@ hixl_status_t hixl_rtable_insert(hixl_rtable_t *t, hixl_rregion_t *rr,
 static void hixl_rregion_put_dev(hixl_engine_t *engine, hixl_rregion_t *rr)
 {
     if (rr->dev != NULL) {
-        engine->rdev_put(engine, rr->dev);
+        engine->remote_dev_put(engine, rr->dev);
         rr->dev = NULL;
     }
 }

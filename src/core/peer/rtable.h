@@ -21,8 +21,7 @@
 #include <ucp/api/ucp.h>
 
 typedef struct hixl_engine hixl_engine_t;
-struct hixl_rdev;
-
+struct hixl_remote_dev;
 
 typedef struct hixl_rregion {
     hixl_range_t         range;     /* first: indexed by address */
@@ -32,14 +31,14 @@ typedef struct hixl_rregion {
     hixl_path_t          path;      /* how host transfers reach it: rma,
                                        am, cma or map */
     void                *mapped;    /* MAP: range.addr, mapped here */
-    struct hixl_rdev    *dev;       /* device memory: its key */
+    struct hixl_remote_dev *dev;       /* device memory: its key */
     struct hixl_rregion *next_dead;
 } hixl_rregion_t;
 
 /* Drops a device key's reference (device/ installs it: core does not
  * know what one is). */
-typedef void (*hixl_rdev_put_fn_t)(hixl_engine_t *engine,
-                                   struct hixl_rdev *rdev);
+typedef void (*hixl_remote_dev_put_fn_t)(hixl_engine_t          *engine,
+                                         struct hixl_remote_dev *remote_dev);
 
 typedef struct hixl_rtable {
     hixl_range_index_t idx;
