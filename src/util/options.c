@@ -30,7 +30,7 @@ typedef enum hixl_opt_kind {
     HIXL_OPT_BUFFER_POOL,
     HIXL_OPT_STRING,     /* copied into a char[max] field */
     HIXL_OPT_FLAG01,     /* CANN's strict "0" / "1" */
-    HIXL_OPT_GRC,        /* GlobalResourceConfig JSON (options_cann.h) */
+    HIXL_OPT_RES_CONFIG, /* GlobalResourceConfig JSON (options_cann.h) */
     HIXL_OPT_COMM_RES    /* LocalCommRes JSON (options_cann.h) */
 } hixl_opt_kind_t;
 
@@ -116,8 +116,8 @@ static const hixl_opt_row_t hixl_opt_table[] = {
      "accepted, no effect over UCX (device memory takes the paths of "
      "hixl.DevicePath either way)", NULL, NULL, NULL,
      HIXL_OPT_F_EMPTY_UNSET | HIXL_OPT_F_INERT},
-    {"GlobalResourceConfig", "HIXL_GLOBAL_RESOURCE_CONFIG", HIXL_OPT_GRC, "",
-     0, 0, 0, OFF(grc),
+    {"GlobalResourceConfig", "HIXL_GLOBAL_RESOURCE_CONFIG",
+     HIXL_OPT_RES_CONFIG, "", 0, 0, 0, OFF(res_config),
      "CANN hixl's JSON object of resource settings, checked as CANN checks "
      "it: connect_pool.thread_num and .task_queue_capacity set "
      "hixl.ConnectPoolThreads and hixl.ConnectPoolQueue (those keys, given "
@@ -418,8 +418,8 @@ static hixl_status_t hixl_opt_set(const hixl_opt_row_t *row, const char *value,
         }
         *(int32_t*)field = (value[0] == '1');
         return HIXL_SUCCESS;
-    case HIXL_OPT_GRC:
-        return hixl_grc_parse(origin, value, &opts->grc);
+    case HIXL_OPT_RES_CONFIG:
+        return hixl_res_config_parse(origin, value, &opts->res_config);
     case HIXL_OPT_COMM_RES:
         return hixl_comm_res_check(origin, value, strlen(value),
                                    &opts->comm_res);
@@ -584,19 +584,21 @@ static hixl_status_t hixl_opt_derived(hixl_opts_t *opts,
     size_t t = hixl_opt_find("hixl.ConnectPoolThreads", 0);
     size_t q = hixl_opt_find("hixl.ConnectPoolQueue", 0);
 
-    if ((opts->grc.set & HIXL_GRC_THREAD_NUM) && (src[g] > src[t])) {
-        opts->connect_pool_threads = opts->grc.thread_num;
+    if ((opts->res_config.set & HIXL_RES_CONFIG_THREAD_NUM) &&
+        (src[g] > src[t])) {
+        opts->connect_pool_threads = opts->res_config.thread_num;
         src[t] = src[g];
-        val[t] = opts->grc.thread_num_text;
+        val[t] = opts->res_config.thread_num_text;
     }
-    if ((opts->grc.set & HIXL_GRC_TASK_QUEUE_CAPACITY) && (src[g] > src[q])) {
-        opts->connect_pool_queue = opts->grc.task_queue_capacity;
+    if ((opts->res_config.set & HIXL_RES_CONFIG_TASK_QUEUE_CAPACITY) &&
+        (src[g] > src[q])) {
+        opts->connect_pool_queue = opts->res_config.task_queue_capacity;
         src[q] = src[g];
-        val[q] = opts->grc.task_queue_capacity_text;
+        val[q] = opts->res_config.task_queue_capacity_text;
     }
-    if ((opts->grc.set & HIXL_GRC_LOCAL_COMM_RES_PATH) &&
+    if ((opts->res_config.set & HIXL_RES_CONFIG_LOCAL_COMM_RES_PATH) &&
         !opts->comm_res.set) {
-        return hixl_comm_res_file(opts->grc.local_comm_res_path,
+        return hixl_comm_res_file(opts->res_config.local_comm_res_path,
                                   &opts->comm_res);
     }
     return HIXL_SUCCESS;
@@ -624,8 +626,9 @@ static void hixl_opt_note_inert(const hixl_opts_t *opts,
         if ((src[i] == HIXL_OPT_DEFAULT) || (val[i][0] == '\0')) {
             continue;
         }
-        if (row->kind == HIXL_OPT_GRC) {
-            hixl_grc_inert_names(&opts->grc, names, sizeof(names));
+        if (row->kind == HIXL_OPT_RES_CONFIG) {
+            hixl_res_config_inert_names(&opts->res_config, names,
+                                        sizeof(names));
             if ((names[0] != '\0') && !atomic_exchange(&noted[i], 1)) {
                 hixl_log_printf(HIXL_LOG_INFO, __FILE__, __LINE__,
                                 "GlobalResourceConfig: %s accepted for CANN "
@@ -705,8 +708,8 @@ hixl_status_t hixl_config_print(FILE *stream, const hixl_option_t *options,
                 (hixl_opt_table[i].kind != HIXL_OPT_SECRET) ? values[i] :
                 (*values[i] ? "(set)" : "(unset)"), source_names[sources[i]],
                 hixl_opt_table[i].help);
-        if (hixl_opt_table[i].kind == HIXL_OPT_GRC) {
-            hixl_grc_print(stream, &opts.grc);
+        if (hixl_opt_table[i].kind == HIXL_OPT_RES_CONFIG) {
+            hixl_res_config_print(stream, &opts.res_config);
         } else if ((hixl_opt_table[i].kind == HIXL_OPT_COMM_RES) &&
                    opts.comm_res.set) {
             fprintf(stream, "      version \"%s\", %u endpoints%s\n",

@@ -69,7 +69,7 @@ typedef struct hixl_opts {
     /* CANN hixl keys accepted for compatibility, without effect over UCX
      * but for GlobalResourceConfig's connect_pool.* (options_cann.h) */
     int32_t         enable_fabric_mem;   /* EnableUseFabricMem */
-    hixl_grc_t      grc;                 /* GlobalResourceConfig */
+    hixl_res_config_t res_config;        /* GlobalResourceConfig */
     hixl_comm_res_t comm_res;            /* LocalCommRes */
     /* hixl.* keys */
     int32_t  progress_thread;

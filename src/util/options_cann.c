@@ -29,39 +29,39 @@
 /* LocalCommRes files, as upstream: 1 byte to 1 MiB. */
 #define HIXL_COMM_RES_FILE_MAX (1024u * 1024u)
 
-typedef struct grc_int {
+typedef struct res_config_int {
     const char *name;
     int64_t     min, max;
     uint32_t    bit;
-    size_t      offset;    /* uint32_t field of hixl_grc_t */
-} grc_int_t;
+    size_t      offset;   /* uint32_t field of hixl_res_config_t */
+} res_config_int_t;
 
-#define G(_f) offsetof(hixl_grc_t, _f)
+#define G(_f) offsetof(hixl_res_config_t, _f)
 
 /* The integer fields and their ranges (upstream's). */
-static const grc_int_t grc_ints[] = {
-    {"connect_pool.thread_num", 1, 64, HIXL_GRC_THREAD_NUM, G(thread_num)},
+static const res_config_int_t res_config_ints[] = {
+    {"connect_pool.thread_num", 1, 64, HIXL_RES_CONFIG_THREAD_NUM,
+     G(thread_num)},
     {"connect_pool.task_queue_capacity", 1, 65535,
-     HIXL_GRC_TASK_QUEUE_CAPACITY, G(task_queue_capacity)},
-    {"comm_resource_config.listen_port", 1, 65535, HIXL_GRC_LISTEN_PORT,
+     HIXL_RES_CONFIG_TASK_QUEUE_CAPACITY, G(task_queue_capacity)},
+    {"comm_resource_config.listen_port", 1, 65535, HIXL_RES_CONFIG_LISTEN_PORT,
      G(listen_port)},
-    {"comm_resource_config.qos", 0, 7, HIXL_GRC_QOS, G(qos)},
+    {"comm_resource_config.qos", 0, 7, HIXL_RES_CONFIG_QOS, G(qos)},
     {"comm_resource_config.max_active_channels", 1, UINT32_MAX,
-     HIXL_GRC_MAX_ACTIVE_CHANNELS, G(max_active_channels)},
-    {"fabric_memory.max_capacity", 1, 1024, HIXL_GRC_FM_MAX_CAPACITY,
+     HIXL_RES_CONFIG_MAX_ACTIVE_CHANNELS, G(max_active_channels)},
+    {"fabric_memory.max_capacity", 1, 1024, HIXL_RES_CONFIG_FM_MAX_CAPACITY,
      G(fm_max_capacity_tb)},
-    {"fabric_memory.start_address", 0, 1024, HIXL_GRC_FM_START_ADDRESS,
+    {"fabric_memory.start_address", 0, 1024, HIXL_RES_CONFIG_FM_START_ADDRESS,
      G(fm_start_address_tb)},
-    {"fabric_memory.task_stream_num", 1, 8, HIXL_GRC_FM_TASK_STREAM_NUM,
+    {"fabric_memory.task_stream_num", 1, 8, HIXL_RES_CONFIG_FM_TASK_STREAM_NUM,
      G(fm_task_stream_num)},
 };
-#define GRC_NINTS (sizeof(grc_ints) / sizeof(grc_ints[0]))
+#define RES_CONFIG_NINTS (sizeof(res_config_ints) / sizeof(res_config_ints[0]))
 
 /* comm_resource_config.protocol_desc values upstream documents. */
-static const char *const grc_protocols[] = {
-    "roce:device", "hccs:device", "ub_ctp:device", "uboe:device",
-    "ub_rtp:device", "roce:host", "ub_ctp:host", NULL
-};
+static const char *const res_config_protocols[] =
+    {"roce:device",   "hccs:device", "ub_ctp:device", "uboe:device",
+     "ub_rtp:device", "roce:host",   "ub_ctp:host",   NULL};
 
 static int cann_in(const char *s, const char *const *set)
 {
@@ -77,9 +77,11 @@ static int cann_in(const char *s, const char *const *set)
 
 /* One integer field: `name` in obj (key as written there), absent or
  * within range. */
-static hixl_status_t grc_int_field(const char *origin, const hixl_json_t *j,
-                                   uint32_t obj, const char *key,
-                                   const grc_int_t *f, hixl_grc_t *grc)
+static hixl_status_t res_config_int_field(const char        *origin,
+                                          const hixl_json_t *j, uint32_t obj,
+                                          const char             *key,
+                                          const res_config_int_t *f,
+                                          hixl_res_config_t      *res_config)
 {
     uint32_t i = hixl_json_member(j, obj, key);
     int64_t v;
@@ -97,14 +99,14 @@ static hixl_status_t grc_int_field(const char *origin, const hixl_json_t *j,
                           ", %" PRId64 "], got %" PRId64, origin, f->name,
                           f->min, f->max, v);
     }
-    *(uint32_t*)((char*)grc + f->offset) = (uint32_t)v;
-    grc->set |= f->bit;
+    *(uint32_t *)((char *)res_config + f->offset) = (uint32_t)v;
+    res_config->set |= f->bit;
     return HIXL_SUCCESS;
 }
 
-static hixl_status_t grc_protocol_desc(const char *origin,
-                                       const hixl_json_t *j, uint32_t v,
-                                       hixl_grc_t *grc)
+static hixl_status_t res_config_protocol_desc(const char        *origin,
+                                              const hixl_json_t *j, uint32_t v,
+                                              hixl_res_config_t *res_config)
 {
     uint32_t n = 1, k, e;
     char one[32];
@@ -117,35 +119,37 @@ static hixl_status_t grc_protocol_desc(const char *origin,
         e = (hixl_json_type(j, v) == HIXL_JSON_ARRAY) ?
             hixl_json_element(j, v, k) : v;
         if ((hixl_json_string(j, e, one, sizeof(one)) != 0) ||
-            !cann_in(one, grc_protocols)) {
+            !cann_in(one, res_config_protocols)) {
             return hixl_error(HIXL_PARAM_INVALID, "%s: comm_resource_config."
                               "protocol_desc must be a string or an array "
                               "of strings among roce:device, hccs:device, "
                               "ub_ctp:device, uboe:device, ub_rtp:device, "
                               "roce:host, ub_ctp:host", origin);
         }
-        used = strlen(grc->protocol_desc);
-        snprintf(grc->protocol_desc + used, sizeof(grc->protocol_desc) - used,
-                 "%s%s", used ? "," : "", one);
+        used = strlen(res_config->protocol_desc);
+        snprintf(res_config->protocol_desc + used,
+                 sizeof(res_config->protocol_desc) - used, "%s%s",
+                 used ? "," : "", one);
     }
-    grc->set |= HIXL_GRC_PROTOCOL_DESC;
+    res_config->set |= HIXL_RES_CONFIG_PROTOCOL_DESC;
     return HIXL_SUCCESS;
 }
 
 /* channel_pool.*: max_channel in (0, 512]; the two waterlines in (0, 1),
  * given together, low below high. */
-static hixl_status_t grc_channel_pool(const char *origin,
-                                      const hixl_json_t *j, hixl_grc_t *grc)
+static hixl_status_t res_config_channel_pool(const char        *origin,
+                                             const hixl_json_t *j,
+                                             hixl_res_config_t *res_config)
 {
-    static const grc_int_t max = {"channel_pool.max_channel", 1, 512, 0,
-                                  G(channel_max)};
+    static const res_config_int_t max = {"channel_pool.max_channel", 1, 512, 0,
+                                         G(channel_max)};
     uint32_t hi = hixl_json_member(j, 0, "channel_pool.high_waterline");
     uint32_t lo = hixl_json_member(j, 0, "channel_pool.low_waterline");
     uint32_t mc = hixl_json_member(j, 0, max.name);
     hixl_status_t status;
 
-    grc->channel_max = 512;
-    status = grc_int_field(origin, j, 0, max.name, &max, grc);
+    res_config->channel_max = 512;
+    status = res_config_int_field(origin, j, 0, max.name, &max, res_config);
     if (status != HIXL_SUCCESS) {
         return status;
     }
@@ -155,25 +159,27 @@ static hixl_status_t grc_channel_pool(const char *origin,
                           "are given together or not at all", origin);
     }
     if ((hi != HIXL_JSON_NONE) &&
-        ((hixl_json_double(j, hi, &grc->channel_high) != 0) ||
-         (hixl_json_double(j, lo, &grc->channel_low) != 0) ||
-         !(grc->channel_high > 0.0) || !(grc->channel_high < 1.0) ||
-         !(grc->channel_low > 0.0) ||
-         !(grc->channel_low < grc->channel_high))) {
+        ((hixl_json_double(j, hi, &res_config->channel_high) != 0) ||
+         (hixl_json_double(j, lo, &res_config->channel_low) != 0) ||
+         !(res_config->channel_high > 0.0) ||
+         !(res_config->channel_high < 1.0) ||
+         !(res_config->channel_low > 0.0) ||
+         !(res_config->channel_low < res_config->channel_high))) {
         return hixl_error(HIXL_PARAM_INVALID, "%s: channel_pool waterlines "
                           "must be numbers in (0, 1) with low_waterline "
                           "below high_waterline", origin);
     }
     if ((mc != HIXL_JSON_NONE) || (hi != HIXL_JSON_NONE)) {
-        grc->set |= HIXL_GRC_CHANNEL_POOL;
+        res_config->set |= HIXL_RES_CONFIG_CHANNEL_POOL;
     }
     return HIXL_SUCCESS;
 }
 
 /* fabric_memory.*, flat ("fabric_memory.max_capacity") or nested
  * ({"fabric_memory": {"max_capacity": ...}}); the flat keys win. */
-static hixl_status_t grc_fabric_memory(const char *origin,
-                                       const hixl_json_t *j, hixl_grc_t *grc)
+static hixl_status_t res_config_fabric_memory(const char        *origin,
+                                              const hixl_json_t *j,
+                                              hixl_res_config_t *res_config)
 {
     static const char *const bare[] = {"max_capacity", "start_address",
                                        "task_stream_num"};
@@ -190,10 +196,12 @@ static hixl_status_t grc_fabric_memory(const char *origin,
             continue;
         }
         for (i = 0; i < 3; ++i) {
-            const grc_int_t *f = &grc_ints[GRC_NINTS - 3 + i];
+            const res_config_int_t *f =
+                &res_config_ints[RES_CONFIG_NINTS - 3 + i];
 
-            status = grc_int_field(origin, j, obj, (pass == 0) ? bare[i] :
-                                   f->name, f, grc);
+            status = res_config_int_field(origin, j, obj,
+                                          (pass == 0) ? bare[i] : f->name, f,
+                                          res_config);
             if (status != HIXL_SUCCESS) {
                 return status;
             }
@@ -206,69 +214,74 @@ static hixl_status_t grc_fabric_memory(const char *origin,
                                   "enable_aicpu_unfold must be true or "
                                   "false", origin);
             }
-            grc->fm_aicpu_unfold = v;
-            grc->set |= HIXL_GRC_FM_AICPU_UNFOLD;
+            res_config->fm_aicpu_unfold = v;
+            res_config->set |= HIXL_RES_CONFIG_FM_AICPU_UNFOLD;
         }
     }
     /* unfolding (the default) runs one stream per task */
-    if (((grc->set & HIXL_GRC_FM_AICPU_UNFOLD) == 0 || grc->fm_aicpu_unfold) &&
-        (grc->set & HIXL_GRC_FM_TASK_STREAM_NUM) &&
-        (grc->fm_task_stream_num != 1)) {
-        return hixl_error(HIXL_PARAM_INVALID, "%s: with fabric_memory."
+    if (((res_config->set & HIXL_RES_CONFIG_FM_AICPU_UNFOLD) == 0 ||
+         res_config->fm_aicpu_unfold) &&
+        (res_config->set & HIXL_RES_CONFIG_FM_TASK_STREAM_NUM) &&
+        (res_config->fm_task_stream_num != 1)) {
+        return hixl_error(HIXL_PARAM_INVALID,
+                          "%s: with fabric_memory."
                           "enable_aicpu_unfold (the default) fabric_memory."
-                          "task_stream_num must be 1, got %u", origin,
-                          grc->fm_task_stream_num);
+                          "task_stream_num must be 1, got %u",
+                          origin, res_config->fm_task_stream_num);
     }
     return HIXL_SUCCESS;
 }
 
-static hixl_status_t grc_fields(const char *origin, const hixl_json_t *j,
-                                hixl_grc_t *grc)
+static hixl_status_t res_config_fields(const char *origin,
+                                       const hixl_json_t *j,
+                                       hixl_res_config_t *res_config)
 {
     hixl_status_t status;
     uint32_t v;
     size_t i;
 
-    for (i = 0; i < GRC_NINTS - 3; ++i) {
-        status = grc_int_field(origin, j, 0, grc_ints[i].name, &grc_ints[i],
-                               grc);
+    for (i = 0; i < RES_CONFIG_NINTS - 3; ++i) {
+        status = res_config_int_field(origin, j, 0, res_config_ints[i].name,
+                                      &res_config_ints[i], res_config);
         if (status != HIXL_SUCCESS) {
             return status;
         }
     }
     v = hixl_json_member(j, 0, "comm_resource_config.protocol_desc");
     if (v != HIXL_JSON_NONE) {
-        status = grc_protocol_desc(origin, j, v, grc);
+        status = res_config_protocol_desc(origin, j, v, res_config);
         if (status != HIXL_SUCCESS) {
             return status;
         }
     }
     v = hixl_json_member(j, 0, "local_comm_res_path");
     if (v != HIXL_JSON_NONE) {
-        if ((hixl_json_string(j, v, grc->local_comm_res_path,
-                              sizeof(grc->local_comm_res_path)) != 0) ||
-            (grc->local_comm_res_path[0] == '\0')) {
-            return hixl_error(HIXL_PARAM_INVALID, "%s: local_comm_res_path "
+        if ((hixl_json_string(j, v, res_config->local_comm_res_path,
+                              sizeof(res_config->local_comm_res_path)) != 0) ||
+            (res_config->local_comm_res_path[0] == '\0')) {
+            return hixl_error(HIXL_PARAM_INVALID,
+                              "%s: local_comm_res_path "
                               "must be a non-empty file path (a string of "
-                              "at most %zu bytes)", origin,
-                              sizeof(grc->local_comm_res_path) - 1);
+                              "at most %zu bytes)",
+                              origin,
+                              sizeof(res_config->local_comm_res_path) - 1);
         }
-        grc->set |= HIXL_GRC_LOCAL_COMM_RES_PATH;
+        res_config->set |= HIXL_RES_CONFIG_LOCAL_COMM_RES_PATH;
     }
-    status = grc_channel_pool(origin, j, grc);
+    status = res_config_channel_pool(origin, j, res_config);
     if (status != HIXL_SUCCESS) {
         return status;
     }
-    return grc_fabric_memory(origin, j, grc);
+    return res_config_fabric_memory(origin, j, res_config);
 }
 
-hixl_status_t hixl_grc_parse(const char *origin, const char *text,
-                             hixl_grc_t *grc)
+hixl_status_t hixl_res_config_parse(const char *origin, const char *text,
+                                    hixl_res_config_t *res_config)
 {
     hixl_status_t status;
     hixl_json_t j;
 
-    memset(grc, 0, sizeof(*grc));
+    memset(res_config, 0, sizeof(*res_config));
     if (*text == '\0') {
         return HIXL_SUCCESS;
     }
@@ -279,18 +292,18 @@ hixl_status_t hixl_grc_parse(const char *origin, const char *text,
         status = hixl_error(HIXL_PARAM_INVALID, "%s: must be a JSON object",
                             origin);
     } else {
-        status = grc_fields(origin, &j, grc);
+        status = res_config_fields(origin, &j, res_config);
     }
     hixl_json_free(&j);
     if (status != HIXL_SUCCESS) {
-        memset(grc, 0, sizeof(*grc));
+        memset(res_config, 0, sizeof(*res_config));
         return status;
     }
-    snprintf(grc->thread_num_text, sizeof(grc->thread_num_text), "%u",
-             grc->thread_num);
-    snprintf(grc->task_queue_capacity_text,
-             sizeof(grc->task_queue_capacity_text), "%u",
-             grc->task_queue_capacity);
+    snprintf(res_config->thread_num_text, sizeof(res_config->thread_num_text),
+             "%u", res_config->thread_num);
+    snprintf(res_config->task_queue_capacity_text,
+             sizeof(res_config->task_queue_capacity_text), "%u",
+             res_config->task_queue_capacity);
     return HIXL_SUCCESS;
 }
 
@@ -470,58 +483,71 @@ hixl_status_t hixl_comm_res_file(const char *path, hixl_comm_res_t *cr)
     return status;
 }
 
-void hixl_grc_print(FILE *stream, const hixl_grc_t *grc)
+void hixl_res_config_print(FILE *stream, const hixl_res_config_t *res_config)
 {
     size_t i;
 
-    for (i = 0; i < GRC_NINTS; ++i) {
-        if (grc->set & grc_ints[i].bit) {
-            fprintf(stream, "      %s = %u: %s\n", grc_ints[i].name,
-                    *(const uint32_t*)((const char*)grc + grc_ints[i].offset),
-                    (grc_ints[i].bit == HIXL_GRC_THREAD_NUM) ?
-                    "sets hixl.ConnectPoolThreads" :
-                    (grc_ints[i].bit == HIXL_GRC_TASK_QUEUE_CAPACITY) ?
-                    "sets hixl.ConnectPoolQueue" : "no effect over UCX");
+    for (i = 0; i < RES_CONFIG_NINTS; ++i) {
+        if (res_config->set & res_config_ints[i].bit) {
+            fprintf(stream, "      %s = %u: %s\n", res_config_ints[i].name,
+                    *(const uint32_t *)((const char *)res_config +
+                                        res_config_ints[i].offset),
+                    (res_config_ints[i].bit == HIXL_RES_CONFIG_THREAD_NUM) ?
+                        "sets hixl.ConnectPoolThreads" :
+                    (res_config_ints[i].bit ==
+                     HIXL_RES_CONFIG_TASK_QUEUE_CAPACITY) ?
+                        "sets hixl.ConnectPoolQueue" :
+                        "no effect over UCX");
         }
     }
-    if (grc->set & HIXL_GRC_PROTOCOL_DESC) {
-        fprintf(stream, "      comm_resource_config.protocol_desc = %s: no "
+    if (res_config->set & HIXL_RES_CONFIG_PROTOCOL_DESC) {
+        fprintf(stream,
+                "      comm_resource_config.protocol_desc = %s: no "
                 "effect over UCX (UCX_TLS picks transports)\n",
-                grc->protocol_desc);
+                res_config->protocol_desc);
     }
-    if (grc->set & HIXL_GRC_LOCAL_COMM_RES_PATH) {
-        fprintf(stream, "      local_comm_res_path = %s: read and checked as "
+    if (res_config->set & HIXL_RES_CONFIG_LOCAL_COMM_RES_PATH) {
+        fprintf(stream,
+                "      local_comm_res_path = %s: read and checked as "
                 "LocalCommRes (no effect over UCX)\n",
-                grc->local_comm_res_path);
+                res_config->local_comm_res_path);
     }
-    if (grc->set & HIXL_GRC_CHANNEL_POOL) {
-        fprintf(stream, "      channel_pool.* (max_channel %u): no effect "
-                "over UCX\n", grc->channel_max);
+    if (res_config->set & HIXL_RES_CONFIG_CHANNEL_POOL) {
+        fprintf(stream,
+                "      channel_pool.* (max_channel %u): no effect "
+                "over UCX\n",
+                res_config->channel_max);
     }
-    if (grc->set & HIXL_GRC_FM_AICPU_UNFOLD) {
-        fprintf(stream, "      fabric_memory.enable_aicpu_unfold = %s: no "
-                "effect over UCX\n", grc->fm_aicpu_unfold ? "true" : "false");
+    if (res_config->set & HIXL_RES_CONFIG_FM_AICPU_UNFOLD) {
+        fprintf(stream,
+                "      fabric_memory.enable_aicpu_unfold = %s: no "
+                "effect over UCX\n",
+                res_config->fm_aicpu_unfold ? "true" : "false");
     }
 }
 
-void hixl_grc_inert_names(const hixl_grc_t *grc, char *buf, size_t len)
+void hixl_res_config_inert_names(const hixl_res_config_t *res_config,
+                                 char *buf, size_t len)
 {
-    static const struct { uint32_t bit; const char *name; } extra[] = {
-        {HIXL_GRC_PROTOCOL_DESC, "comm_resource_config.protocol_desc"},
-        {HIXL_GRC_LOCAL_COMM_RES_PATH, "local_comm_res_path"},
-        {HIXL_GRC_CHANNEL_POOL, "channel_pool.*"},
-        {HIXL_GRC_FM_AICPU_UNFOLD, "fabric_memory.enable_aicpu_unfold"},
+    static const struct { uint32_t bit; const char *name;
+    } extra[] = {
+        {HIXL_RES_CONFIG_PROTOCOL_DESC, "comm_resource_config.protocol_desc"},
+        {HIXL_RES_CONFIG_LOCAL_COMM_RES_PATH, "local_comm_res_path"},
+        {HIXL_RES_CONFIG_CHANNEL_POOL, "channel_pool.*"},
+        {HIXL_RES_CONFIG_FM_AICPU_UNFOLD, "fabric_memory.enable_aicpu_unfold"},
     };
     size_t i, used = 0;
 
     buf[0] = '\0';
-    for (i = 0; i < GRC_NINTS + 4; ++i) {
-        uint32_t bit = (i < GRC_NINTS) ? grc_ints[i].bit :
-                       extra[i - GRC_NINTS].bit;
-        const char *name = (i < GRC_NINTS) ? grc_ints[i].name :
-                           extra[i - GRC_NINTS].name;
+    for (i = 0; i < RES_CONFIG_NINTS + 4; ++i) {
+        uint32_t    bit  = (i < RES_CONFIG_NINTS) ?
+                               res_config_ints[i].bit :
+                               extra[i - RES_CONFIG_NINTS].bit;
+        const char *name = (i < RES_CONFIG_NINTS) ?
+                               res_config_ints[i].name :
+                               extra[i - RES_CONFIG_NINTS].name;
 
-        if ((grc->set & bit) && !(bit & HIXL_GRC_HONOURED) &&
+        if ((res_config->set & bit) && !(bit & HIXL_RES_CONFIG_HONOURED) &&
             (used + 3 < len)) {
             snprintf(buf + used, len - used, "%s%s", used ? ", " : "", name);
             used += strlen(buf + used);

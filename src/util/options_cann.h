@@ -17,27 +17,28 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Fields of GlobalResourceConfig that were given (hixl_grc_t.set). */
+/* Fields of GlobalResourceConfig that were given (hixl_res_config_t.set). */
 enum {
-    HIXL_GRC_THREAD_NUM          = 1u << 0,
-    HIXL_GRC_TASK_QUEUE_CAPACITY = 1u << 1,
-    HIXL_GRC_PROTOCOL_DESC       = 1u << 2,
-    HIXL_GRC_LISTEN_PORT         = 1u << 3,
-    HIXL_GRC_QOS                 = 1u << 4,
-    HIXL_GRC_MAX_ACTIVE_CHANNELS = 1u << 5,
-    HIXL_GRC_LOCAL_COMM_RES_PATH = 1u << 6,
-    HIXL_GRC_CHANNEL_POOL        = 1u << 7,
-    HIXL_GRC_FM_MAX_CAPACITY     = 1u << 8,
-    HIXL_GRC_FM_START_ADDRESS    = 1u << 9,
-    HIXL_GRC_FM_TASK_STREAM_NUM  = 1u << 10,
-    HIXL_GRC_FM_AICPU_UNFOLD     = 1u << 11
+    HIXL_RES_CONFIG_THREAD_NUM          = 1u << 0,
+    HIXL_RES_CONFIG_TASK_QUEUE_CAPACITY = 1u << 1,
+    HIXL_RES_CONFIG_PROTOCOL_DESC       = 1u << 2,
+    HIXL_RES_CONFIG_LISTEN_PORT         = 1u << 3,
+    HIXL_RES_CONFIG_QOS                 = 1u << 4,
+    HIXL_RES_CONFIG_MAX_ACTIVE_CHANNELS = 1u << 5,
+    HIXL_RES_CONFIG_LOCAL_COMM_RES_PATH = 1u << 6,
+    HIXL_RES_CONFIG_CHANNEL_POOL        = 1u << 7,
+    HIXL_RES_CONFIG_FM_MAX_CAPACITY     = 1u << 8,
+    HIXL_RES_CONFIG_FM_START_ADDRESS    = 1u << 9,
+    HIXL_RES_CONFIG_FM_TASK_STREAM_NUM  = 1u << 10,
+    HIXL_RES_CONFIG_FM_AICPU_UNFOLD     = 1u << 11
 };
 
 /* The fields that configure something over UCX (connect_pool.*). */
-#define HIXL_GRC_HONOURED (HIXL_GRC_THREAD_NUM | HIXL_GRC_TASK_QUEUE_CAPACITY)
+#define HIXL_RES_CONFIG_HONOURED \
+    (HIXL_RES_CONFIG_THREAD_NUM | HIXL_RES_CONFIG_TASK_QUEUE_CAPACITY)
 
-typedef struct hixl_grc {
-    uint32_t set;                      /* HIXL_GRC_* */
+typedef struct hixl_res_config {
+    uint32_t set;                      /* HIXL_RES_CONFIG_* */
     uint32_t thread_num;               /* connect_pool.thread_num */
     uint32_t task_queue_capacity;      /* connect_pool.task_queue_capacity */
     char     protocol_desc[160];       /* comma-separated, for hixl_info */
@@ -55,7 +56,7 @@ typedef struct hixl_grc {
      * hixl.ConnectPool* rows they set */
     char     thread_num_text[12];
     char     task_queue_capacity_text[12];
-} hixl_grc_t;
+} hixl_res_config_t;
 
 /* LocalCommRes, as validated. */
 typedef struct hixl_comm_res {
@@ -65,11 +66,11 @@ typedef struct hixl_comm_res {
     int      from_file;         /* GlobalResourceConfig local_comm_res_path */
 } hixl_comm_res_t;
 
-/* Parse and check a GlobalResourceConfig value ("" is unset: *grc
+/* Parse and check a GlobalResourceConfig value ("" is unset: *res_config
  * zeroed).  origin names where it came from, for the message of a
  * PARAM_INVALID. */
-hixl_status_t hixl_grc_parse(const char *origin, const char *text,
-                             hixl_grc_t *grc);
+hixl_status_t hixl_res_config_parse(const char *origin, const char *text,
+                                    hixl_res_config_t *res_config);
 
 /* Check a LocalCommRes value of len bytes ("" is unset). */
 hixl_status_t hixl_comm_res_check(const char *origin, const char *text,
@@ -80,11 +81,13 @@ hixl_status_t hixl_comm_res_check(const char *origin, const char *text,
  * last component) of 1 byte to 1 MiB. */
 hixl_status_t hixl_comm_res_file(const char *path, hixl_comm_res_t *cr);
 
-/* The fields given in grc, one per line, each with what it does here. */
-void hixl_grc_print(FILE *stream, const hixl_grc_t *grc);
+/* The fields given in res_config, one per line, each with what it does
+ * here. */
+void hixl_res_config_print(FILE *stream, const hixl_res_config_t *res_config);
 
 /* The names of the given fields without effect over UCX, comma-separated
  * ("" when none). */
-void hixl_grc_inert_names(const hixl_grc_t *grc, char *buf, size_t len);
+void hixl_res_config_inert_names(const hixl_res_config_t *res_config,
+                                 char *buf, size_t len);
 
 #endif

@@ -27,7 +27,7 @@ static hixl_status_t load1(hixl_opts_t *o, const char *key, const char *value)
     return hixl_opts_load(o, &opt, 1, NULL, NULL);
 }
 
-static hixl_status_t grc(hixl_opts_t *o, const char *json)
+static hixl_status_t res_config(hixl_opts_t *o, const char *json)
 {
     return load1(o, "GlobalResourceConfig", json);
 }
@@ -92,24 +92,24 @@ START_TEST(test_global_resource_config)
     size_t i;
 
     for (i = 0; i < sizeof(good) / sizeof(good[0]); ++i) {
-        ck_assert_msg(grc(&o, good[i]) == HIXL_SUCCESS, "%s: %s", good[i],
-                      hixl_last_error());
+        ck_assert_msg(res_config(&o, good[i]) == HIXL_SUCCESS, "%s: %s",
+                      good[i], hixl_last_error());
     }
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); ++i) {
-        hx_expect(grc(&o, bad[i].json), HIXL_PARAM_INVALID, bad[i].why);
+        hx_expect(res_config(&o, bad[i].json), HIXL_PARAM_INVALID, bad[i].why);
         ck_assert_ptr_nonnull(strstr(hixl_last_error(),
                                      "option GlobalResourceConfig"));
     }
     /* what the fields hold */
-    hx_ok(grc(&o, "{\"comm_resource_config.qos\": \"5\", "
-                  "\"comm_resource_config.protocol_desc\": "
-                  "[\"roce:device\", \"ub_ctp:host\"]}"));
-    ck_assert_uint_eq(o.grc.qos, 5);
-    ck_assert_str_eq(o.grc.protocol_desc, "roce:device,ub_ctp:host");
+    hx_ok(res_config(&o, "{\"comm_resource_config.qos\": \"5\", "
+                         "\"comm_resource_config.protocol_desc\": "
+                         "[\"roce:device\", \"ub_ctp:host\"]}"));
+    ck_assert_uint_eq(o.res_config.qos, 5);
+    ck_assert_str_eq(o.res_config.protocol_desc, "roce:device,ub_ctp:host");
     /* nested and flat fabric_memory: the flat key wins */
-    hx_ok(grc(&o, "{\"fabric_memory\": {\"max_capacity\": 3}, "
-                  "\"fabric_memory.max_capacity\": 9}"));
-    ck_assert_uint_eq(o.grc.fm_max_capacity_tb, 9);
+    hx_ok(res_config(&o, "{\"fabric_memory\": {\"max_capacity\": 3}, "
+                         "\"fabric_memory.max_capacity\": 9}"));
+    ck_assert_uint_eq(o.res_config.fm_max_capacity_tb, 9);
 }
 END_TEST
 
@@ -246,18 +246,21 @@ START_TEST(test_local_comm_res_path)
 
 #define PATH_CFG(_p) (snprintf(cfg, sizeof(cfg), \
                                "{\"local_comm_res_path\": \"%s\"}", (_p)), cfg)
-    hx_ok(grc(&o, PATH_CFG(good)));
+    hx_ok(res_config(&o, PATH_CFG(good)));
     ck_assert_int_eq(o.comm_res.set, 1);
     ck_assert_int_eq(o.comm_res.from_file, 1);
     ck_assert_str_eq(o.comm_res.version, "1.3");
-    hx_expect(grc(&o, PATH_CFG(bad)), HIXL_PARAM_INVALID, "endpoint_list");
-    hx_expect(grc(&o, PATH_CFG(empty)), HIXL_PARAM_INVALID, "regular file");
-    hx_expect(grc(&o, PATH_CFG(big)), HIXL_PARAM_INVALID, "1 MiB");
-    hx_expect(grc(&o, PATH_CFG(dir)), HIXL_PARAM_INVALID, "regular file");
-    hx_expect(grc(&o, PATH_CFG("/nonexistent/x.json")), HIXL_PARAM_INVALID,
-              "local_comm_res_path");
+    hx_expect(res_config(&o, PATH_CFG(bad)), HIXL_PARAM_INVALID,
+              "endpoint_list");
+    hx_expect(res_config(&o, PATH_CFG(empty)), HIXL_PARAM_INVALID,
+              "regular file");
+    hx_expect(res_config(&o, PATH_CFG(big)), HIXL_PARAM_INVALID, "1 MiB");
+    hx_expect(res_config(&o, PATH_CFG(dir)), HIXL_PARAM_INVALID,
+              "regular file");
+    hx_expect(res_config(&o, PATH_CFG("/nonexistent/x.json")),
+              HIXL_PARAM_INVALID, "local_comm_res_path");
     /* a symbolic link is resolved first (realpath), as upstream does */
-    hx_ok(grc(&o, PATH_CFG(link)));
+    hx_ok(res_config(&o, PATH_CFG(link)));
     /* a non-empty LocalCommRes wins: the bad file is not read */
     two[0].key = "GlobalResourceConfig"; two[0].value = PATH_CFG(bad);
     two[1].key = "LocalCommRes";         two[1].value = "{\"version\":\"1.0\"}";
