@@ -35,16 +35,17 @@ static hixl_peer_t *hixl_accept_oldest(hixl_engine_t *engine, unsigned *n_p)
 
     for (peer = engine->peers.head; peer != NULL; peer = peer->next) {
         if (hixl_peer_outgoing(peer) || (peer->state != HIXL_PEER_HANDSHAKE) ||
-            (peer->hs == NULL)) {
+            (peer->handshake == NULL)) {
             continue;
         }
         ++n;
-        if ((any == NULL) || (peer->hs->deadline_ns < any->hs->deadline_ns)) {
+        if ((any == NULL) ||
+            (peer->handshake->deadline_ns < any->handshake->deadline_ns)) {
             any = peer;
         }
-        if ((peer->hs->claimed[0] == '\0') &&
-            ((silent == NULL) ||
-             (peer->hs->deadline_ns < silent->hs->deadline_ns))) {
+        if ((peer->handshake->claimed[0] == '\0') &&
+            ((silent == NULL) || (peer->handshake->deadline_ns <
+                                  silent->handshake->deadline_ns))) {
             silent = peer;
         }
     }
@@ -145,7 +146,7 @@ static int hixl_refuse_hello(hixl_engine_t *engine, hixl_peer_t *peer,
 static hixl_status_t hixl_send_hello_ack(hixl_engine_t *engine,
                                          hixl_peer_t *peer)
 {
-    struct hixl_handshake *hs = peer->hs;
+    struct hixl_handshake *handshake = peer->handshake;
     uint8_t proof[HIXL_AUTH_MAC_LEN];
     hixl_msg_t ack;
 
@@ -161,15 +162,18 @@ static hixl_status_t hixl_send_hello_ack(hixl_engine_t *engine,
     ack.u.hello_ack.max_streams = engine->opts.max_streams;
     ack.u.hello_ack.max_layers  = engine->opts.max_layers;
     ack.u.hello_ack.conn        = peer->conn_id;
-    ack.u.hello_ack.pid         = hs->same_host ? (uint32_t)getpid() : 0;
-    if (hixl_ctrl_random(hs->resume, sizeof(hs->resume)) == HIXL_SUCCESS) {
-        hs->has_resume            = 1;
-        ack.u.hello_ack.resume    = hixl_msg_bytes(hs->resume,
-                                                   sizeof(hs->resume));
+    ack.u.hello_ack.pid =
+        handshake->same_host ? (uint32_t)getpid() : 0;
+    if (hixl_ctrl_random(handshake->resume, sizeof(handshake->resume)) ==
+        HIXL_SUCCESS) {
+        handshake->has_resume = 1;
+        ack.u.hello_ack.resume =
+            hixl_msg_bytes(handshake->resume, sizeof(handshake->resume));
     }
-    if (hs->auth_state == HIXL_AUTH_DONE) {
-        if (hixl_auth_mac(engine->opts.secret, "listener", hs->nonce_remote,
-                          hs->nonce_local, engine->name.canon, peer->name,
+    if (handshake->auth_state == HIXL_AUTH_DONE) {
+        if (hixl_auth_mac(engine->opts.secret, "listener",
+                          handshake->nonce_remote, handshake->nonce_local,
+                          engine->name.canon, peer->name,
                           proof) != HIXL_SUCCESS) {
             return HIXL_FAILED;
         }
@@ -179,12 +183,14 @@ static hixl_status_t hixl_send_hello_ack(hixl_engine_t *engine,
 }
 
 /* Whether the token the connector presented is the one this listener
- * issued to the connection ref (a live peer's hs, or an ended record's). */
-static int hixl_resume_matches(const struct hixl_handshake *hs,
-                               const uint8_t *issued)
+ * issued to the connection ref (a live peer's handshake, or an ended
+ * record's). */
+static int hixl_resume_matches(const struct hixl_handshake *handshake,
+                               const uint8_t               *issued)
 {
-    return hs->claimed_has_resume &&
-           hixl_ctrl_token_eq(issued, hs->claimed_resume, HIXL_RESUME_LEN);
+    return handshake->claimed_has_resume &&
+           hixl_ctrl_token_eq(issued, handshake->claimed_resume,
+                              HIXL_RESUME_LEN);
 }
 
 /*
@@ -202,7 +208,7 @@ static int hixl_resume_matches(const struct hixl_handshake *hs,
 static int hixl_handshake_replace(hixl_engine_t *engine, hixl_peer_t *peer,
                                   uint64_t *instance_p)
 {
-    struct hixl_handshake *hs = peer->hs;
+    struct hixl_handshake *handshake = peer->handshake;
     uint8_t issued[HIXL_RESUME_LEN];
     char reason[640];
     hixl_name_t claimed;
@@ -211,28 +217,30 @@ static int hixl_handshake_replace(hixl_engine_t *engine, hixl_peer_t *peer,
     int same;
 
     *instance_p = 0;
-    old = hixl_peer_find(engine, hs->claimed, 0);
+    old         = hixl_peer_find(engine, handshake->claimed, 0);
     if ((old == NULL) || (old == peer)) {
         /* a connection that ended already: the same engine, if it holds
          * that connection's token */
-        if (hixl_ended_resume(&engine->ctrl->ended, hs->claimed, 0, issued,
-                              &ended_instance) &&
-            hixl_resume_matches(hs, issued)) {
+        if (hixl_ended_resume(&engine->ctrl->ended, handshake->claimed, 0,
+                              issued, &ended_instance) &&
+            hixl_resume_matches(handshake, issued)) {
             *instance_p = ended_instance;
         }
         return 0;
     }
-    same = (old->hs != NULL) && old->hs->has_resume &&
-           hixl_resume_matches(hs, old->hs->resume);
+    same = (old->handshake != NULL) && old->handshake->has_resume &&
+           hixl_resume_matches(handshake, old->handshake->resume);
     if (!same && hixl_conn_alive(old)) {
+        int client_only =
+            (hixl_name_parse(handshake->claimed, &claimed) == HIXL_SUCCESS) &&
+            (claimed.port == 0);
+
         snprintf(reason, sizeof(reason), "another engine named %s is "
                  "connected to %s (engine names must be unique); if it is "
                  "gone, it is dropped within hixl.PeerTimeoutMs (%d ms) of "
                  "its last sign of life: retry after that%s",
-                 hs->claimed, engine->name.canon,
-                 engine->opts.peer_timeout_ms,
-                 ((hixl_name_parse(hs->claimed, &claimed) == HIXL_SUCCESS) &&
-                  (claimed.port == 0)) ?
+                 handshake->claimed, engine->name.canon,
+                 engine->opts.peer_timeout_ms, client_only ?
                  ". Client-only engines of one host get names of their own "
                  "by listening (\"ip:0\", hixl.ListenEphemeral=1)" : "");
         return hixl_refuse_hello(engine, peer, HIXL_FAILED, reason);
@@ -248,7 +256,7 @@ static int hixl_handshake_replace(hixl_engine_t *engine, hixl_peer_t *peer,
  * engine has a secret): take its name, answer, send the table. */
 static int hixl_handshake_accept(hixl_engine_t *engine, hixl_peer_t *peer)
 {
-    struct hixl_handshake *hs = peer->hs;
+    struct hixl_handshake *handshake = peer->handshake;
     uint64_t instance;
     char reason[512];
     hixl_msg_t end;
@@ -257,8 +265,8 @@ static int hixl_handshake_accept(hixl_engine_t *engine, hixl_peer_t *peer)
         return 1;
     }
 
-    snprintf(peer->name, sizeof(peer->name), "%s", hs->claimed);
-    snprintf(peer->alias, sizeof(peer->alias), "%s", hs->claimed);
+    snprintf(peer->name, sizeof(peer->name), "%s", handshake->claimed);
+    snprintf(peer->alias, sizeof(peer->alias), "%s", handshake->claimed);
     /* the engine behind the name, as far as this listener can tell: the
      * same as before only when it proved so (ops/layer_wait.c keeps a
      * source's layer signals across its reconnects, not across engines) */
@@ -269,7 +277,7 @@ static int hixl_handshake_accept(hixl_engine_t *engine, hixl_peer_t *peer)
         return hixl_refuse_hello(engine, peer, HIXL_RESOURCE_EXHAUSTED,
                                  reason);
     }
-    hs->app_owned = 1;
+    handshake->app_owned = 1;
     hixl_ended_forget(&engine->ctrl->ended, peer->name, 0);
     hixl_conn_expect(&peer->conn, 0);   /* known now: every message */
 
@@ -284,18 +292,20 @@ static int hixl_handshake_accept(hixl_engine_t *engine, hixl_peer_t *peer)
     end.type = CTRL_TABLE_END;
     hixl_ctrl_send(peer, &end);
     hixl_log_info("accepted %s%s", peer->name,
-                  (hs->auth_state == HIXL_AUTH_DONE) ? " (authenticated)" : "");
+                  (handshake->auth_state == HIXL_AUTH_DONE) ?
+                      " (authenticated)" :
+                      "");
     return 0;
 }
 
 static int hixl_on_hello(hixl_engine_t *engine, hixl_peer_t *peer,
                          const hixl_msg_t *msg)
 {
-    struct hixl_handshake *hs = peer->hs;
+    struct hixl_handshake *handshake = peer->handshake;
     char text[CTRL_MAX_NAME + 1], reason[512];
     hixl_name_t name;
 
-    if (hs->claimed[0] != '\0') {
+    if (handshake->claimed[0] != '\0') {
         return hixl_ctrl_protocol_error(engine, peer, msg, "out of order");
     }
     memcpy(text, msg->u.hello.name.ptr, msg->u.hello.name.len);
@@ -306,14 +316,16 @@ static int hixl_on_hello(hixl_engine_t *engine, hixl_peer_t *peer,
                  hixl_error_message());
         return hixl_refuse_hello(engine, peer, HIXL_PARAM_INVALID, reason);
     }
-    snprintf(hs->claimed, sizeof(hs->claimed), "%s", name.canon);
-    hs->claimed_has_resume = (msg->u.hello.resume.len == HIXL_RESUME_LEN);
-    if (hs->claimed_has_resume) {
-        memcpy(hs->claimed_resume, msg->u.hello.resume.ptr, HIXL_RESUME_LEN);
+    snprintf(handshake->claimed, sizeof(handshake->claimed), "%s", name.canon);
+    handshake->claimed_has_resume =
+        (msg->u.hello.resume.len == HIXL_RESUME_LEN);
+    if (handshake->claimed_has_resume) {
+        memcpy(handshake->claimed_resume, msg->u.hello.resume.ptr,
+               HIXL_RESUME_LEN);
     }
-    hs->same_host = (msg->u.hello.host.len == strlen(engine->host_id)) &&
-                    !memcmp(msg->u.hello.host.ptr, engine->host_id,
-                            msg->u.hello.host.len);
+    handshake->same_host =
+        (msg->u.hello.host.len == strlen(engine->host_id)) &&
+        !memcmp(msg->u.hello.host.ptr, engine->host_id, msg->u.hello.host.len);
     if (engine->opts.secret[0] == '\0') {
         return hixl_handshake_accept(engine, peer);
     }
@@ -324,12 +336,13 @@ static int hixl_on_hello(hixl_engine_t *engine, hixl_peer_t *peer,
                                  "required: this engine has hixl.Secret set "
                                  "and the connecting engine has not");
     }
-    memcpy(hs->nonce_remote, msg->u.hello.nonce.ptr, HIXL_AUTH_NONCE_LEN);
-    if (hixl_auth_nonce(hs->nonce_local) != HIXL_SUCCESS) {
+    memcpy(handshake->nonce_remote, msg->u.hello.nonce.ptr,
+           HIXL_AUTH_NONCE_LEN);
+    if (hixl_auth_nonce(handshake->nonce_local) != HIXL_SUCCESS) {
         snprintf(reason, sizeof(reason), "%s", hixl_error_message());
         return hixl_refuse_hello(engine, peer, HIXL_FAILED, reason);
     }
-    hixl_ctrl_send_auth(peer, CTRL_AUTH_CHALLENGE, hs->nonce_local,
+    hixl_ctrl_send_auth(peer, CTRL_AUTH_CHALLENGE, handshake->nonce_local,
                         HIXL_AUTH_NONCE_LEN, HIXL_AUTH_CHALLENGED);
     return 0;
 }
@@ -338,23 +351,24 @@ static int hixl_on_hello(hixl_engine_t *engine, hixl_peer_t *peer,
 static int hixl_on_auth_response(hixl_engine_t *engine, hixl_peer_t *peer,
                                  const hixl_msg_t *msg)
 {
-    struct hixl_handshake *hs = peer->hs;
+    struct hixl_handshake *handshake = peer->handshake;
     uint8_t mac[HIXL_AUTH_MAC_LEN];
 
-    if (hs->auth_state != HIXL_AUTH_CHALLENGED) {
+    if (handshake->auth_state != HIXL_AUTH_CHALLENGED) {
         return hixl_ctrl_protocol_error(engine, peer, msg, "out of order");
     }
-    if ((hixl_auth_mac(engine->opts.secret, "connector", hs->nonce_local,
-                       hs->nonce_remote, hs->claimed, engine->name.canon,
+    if ((hixl_auth_mac(engine->opts.secret, "connector",
+                       handshake->nonce_local, handshake->nonce_remote,
+                       handshake->claimed, engine->name.canon,
                        mac) != HIXL_SUCCESS) ||
         !hixl_auth_mac_ok(msg->u.auth.data.ptr, msg->u.auth.data.len, mac)) {
         hixl_log_warn("%s failed to authenticate (wrong hixl.Secret)",
-                      hs->claimed);
+                      handshake->claimed);
         return hixl_refuse_hello(engine, peer, HIXL_FAILED, "authentication "
                                  "failed: the engines' hixl.Secret values "
                                  "differ");
     }
-    hs->auth_state = HIXL_AUTH_DONE;
+    handshake->auth_state = HIXL_AUTH_DONE;
     return hixl_handshake_accept(engine, peer);
 }
 

@@ -25,11 +25,11 @@
 static int hixl_on_auth_challenge(hixl_engine_t *engine, hixl_peer_t *peer,
                                   const hixl_msg_t *msg)
 {
-    struct hixl_handshake *hs = peer->hs;
+    struct hixl_handshake  *handshake = peer->handshake;
     const hixl_msg_bytes_t *data  = &msg->u.auth.data;
     uint8_t mac[HIXL_AUTH_MAC_LEN];
 
-    if ((hs->auth_state != HIXL_AUTH_NONE) ||
+    if ((handshake->auth_state != HIXL_AUTH_NONE) ||
         (data->len != HIXL_AUTH_NONCE_LEN)) {
         return hixl_ctrl_protocol_error(engine, peer, msg, "out of order or "
                                         "malformed");
@@ -40,10 +40,10 @@ static int hixl_on_auth_challenge(hixl_engine_t *engine, hixl_peer_t *peer,
                         "shared secret", peer->name);
         return 1;
     }
-    memcpy(hs->nonce_remote, data->ptr, HIXL_AUTH_NONCE_LEN);
-    if (hixl_auth_mac(engine->opts.secret, "connector", hs->nonce_remote,
-                      hs->nonce_local, engine->name.canon, peer->name,
-                      mac) != HIXL_SUCCESS) {
+    memcpy(handshake->nonce_remote, data->ptr, HIXL_AUTH_NONCE_LEN);
+    if (hixl_auth_mac(engine->opts.secret, "connector",
+                      handshake->nonce_remote, handshake->nonce_local,
+                      engine->name.canon, peer->name, mac) != HIXL_SUCCESS) {
         hixl_peer_close(engine, peer, HIXL_FAILED, "%s",
                         hixl_error_message());
         return 1;
@@ -57,20 +57,20 @@ static int hixl_on_auth_challenge(hixl_engine_t *engine, hixl_peer_t *peer,
 static int hixl_check_proof(hixl_engine_t *engine, hixl_peer_t *peer,
                             const hixl_msg_t *msg)
 {
-    struct hixl_handshake *hs = peer->hs;
+    struct hixl_handshake *handshake = peer->handshake;
     uint8_t want[HIXL_AUTH_MAC_LEN];
 
     if (engine->opts.secret[0] == '\0') {
         return 0;
     }
-    if (hs->auth_state != HIXL_AUTH_CHALLENGED) {
+    if (handshake->auth_state != HIXL_AUTH_CHALLENGED) {
         hixl_peer_close(engine, peer, HIXL_FAILED, "%s accepted without "
                         "authenticating (is hixl.Secret set there?); refusing "
                         "it", peer->name);
         return 1;
     }
-    if ((hixl_auth_mac(engine->opts.secret, "listener", hs->nonce_local,
-                       hs->nonce_remote, peer->name, engine->name.canon,
+    if ((hixl_auth_mac(engine->opts.secret, "listener", handshake->nonce_local,
+                       handshake->nonce_remote, peer->name, engine->name.canon,
                        want) != HIXL_SUCCESS) ||
         !hixl_auth_mac_ok(msg->u.hello_ack.proof.ptr,
                           msg->u.hello_ack.proof.len, want)) {
@@ -78,7 +78,7 @@ static int hixl_check_proof(hixl_engine_t *engine, hixl_peer_t *peer,
                         "shared secret; refusing it", peer->name);
         return 1;
     }
-    hs->auth_state = HIXL_AUTH_DONE;
+    handshake->auth_state = HIXL_AUTH_DONE;
     return 0;
 }
 
@@ -137,15 +137,16 @@ static int hixl_on_hello_ack(hixl_engine_t *engine, hixl_peer_t *peer,
         hixl_log_warn("connected to %s, which calls itself %.*s", peer->name,
                       (int)name->len, (const char*)name->ptr);
     }
-    peer->hs->remote_max_streams = msg->u.hello_ack.max_streams;
-    peer->hs->remote_max_layers  = msg->u.hello_ack.max_layers;
+    peer->handshake->remote_max_streams = msg->u.hello_ack.max_streams;
+    peer->handshake->remote_max_layers  = msg->u.hello_ack.max_layers;
     hixl_peer_mark(peer, HIXL_PEER_F_SAME_HOST,
                    (host->len == strlen(engine->host_id)) &&
                    !memcmp(host->ptr, engine->host_id, host->len));
     peer->conn_id   = msg->u.hello_ack.conn;
     if (msg->u.hello_ack.resume.len == HIXL_RESUME_LEN) {
-        memcpy(peer->hs->resume, msg->u.hello_ack.resume.ptr, HIXL_RESUME_LEN);
-        peer->hs->has_resume = 1;
+        memcpy(peer->handshake->resume, msg->u.hello_ack.resume.ptr,
+               HIXL_RESUME_LEN);
+        peer->handshake->has_resume = 1;
     }
     hixl_connect_cma(engine, peer, msg);
     if (hixl_peer_ep_create(engine, peer, msg->u.hello_ack.worker_addr.ptr,
@@ -253,7 +254,7 @@ static hixl_status_t hixl_connect_wire_up(hixl_engine_t *engine,
 
 static hixl_status_t hixl_send_hello(hixl_engine_t *engine, hixl_peer_t *peer)
 {
-    struct hixl_handshake *hs = peer->hs;
+    struct hixl_handshake *handshake = peer->handshake;
     uint8_t resume[HIXL_RESUME_LEN];
     hixl_status_t status;
     uint64_t instance;
@@ -271,12 +272,12 @@ static hixl_status_t hixl_send_hello(hixl_engine_t *engine, hixl_peer_t *peer)
                                             strlen(engine->host_id));
     hello.u.hello.flags    = engine->listening ? HIXL_HELLO_FLAG_LISTENING : 0;
     if (engine->opts.secret[0] != '\0') {
-        status = hixl_auth_nonce(hs->nonce_local);
+        status = hixl_auth_nonce(handshake->nonce_local);
         if (status != HIXL_SUCCESS) {
             return status;
         }
-        hello.u.hello.nonce = hixl_msg_bytes(hs->nonce_local,
-                                             HIXL_AUTH_NONCE_LEN);
+        hello.u.hello.nonce =
+            hixl_msg_bytes(handshake->nonce_local, HIXL_AUTH_NONCE_LEN);
     }
     hello.u.hello.worker_addr = hixl_msg_bytes(engine->worker_addr,
                                                engine->worker_addr_len);
@@ -303,7 +304,7 @@ static hixl_status_t hixl_connect_run(hixl_engine_t *engine, hixl_peer_t *peer,
     }
     status = hixl_connect_wire_up(engine, peer, deadline);
     if (status == HIXL_SUCCESS) {
-        peer->hs->app_owned = 1;
+        peer->handshake->app_owned = 1;
         hixl_ended_forget(&engine->ctrl->ended, peer->name, 1);
         hixl_log_info("connected to %s (%zu remote regions)", peer->name,
                       peer->rtab.count);

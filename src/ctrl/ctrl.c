@@ -16,12 +16,15 @@
  * its hixl_disconnect(). */
 static void hixl_ctrl_peer_closing(hixl_engine_t *engine, hixl_peer_t *peer)
 {
-    const uint8_t *resume = ((peer->hs != NULL) && peer->hs->has_resume) ?
-                            peer->hs->resume : NULL;
+    const uint8_t *resume =
+        ((peer->handshake != NULL) && peer->handshake->has_resume) ?
+            peer->handshake->resume :
+            NULL;
     hixl_msg_t bye;
 
     hixl_ended_record(&engine->ctrl->ended, peer,
-                      (peer->hs != NULL) && peer->hs->app_owned, resume);
+                      (peer->handshake != NULL) && peer->handshake->app_owned,
+                      resume);
     memset(&bye, 0, sizeof(bye));
     bye.type         = CTRL_BYE;
     bye.u.bye.status = (uint32_t)peer->close_status;
@@ -32,8 +35,8 @@ static void hixl_ctrl_peer_closing(hixl_engine_t *engine, hixl_peer_t *peer)
 
 static void hixl_ctrl_peer_destroy(hixl_peer_t *peer)
 {
-    free(peer->hs);
-    peer->hs = NULL;
+    free(peer->handshake);
+    peer->handshake = NULL;
 }
 
 static const hixl_peer_hooks_t hixl_ctrl_hooks = {
@@ -51,8 +54,9 @@ static void hixl_ctrl_reap_handshakes(hixl_engine_t *engine, uint64_t now)
 
     for (peer = engine->peers.head; peer != NULL; peer = next) {
         next = peer->next;
-        if ((peer->state == HIXL_PEER_HANDSHAKE) && (peer->hs != NULL) &&
-            (now > peer->hs->deadline_ns)) {
+        if ((peer->state == HIXL_PEER_HANDSHAKE) &&
+            (peer->handshake != NULL) &&
+            (now > peer->handshake->deadline_ns)) {
             if (hixl_peer_outgoing(peer)) {
                 hixl_peer_close(engine, peer, HIXL_TIMEOUT, "no handshake "
                                 "answer within the connect's timeout");

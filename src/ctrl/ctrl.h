@@ -53,7 +53,7 @@ typedef enum hixl_auth_state {
     HIXL_AUTH_DONE
 } hixl_auth_state_t;
 
-/* The control layer's record of a peer (peer->hs, for the peer's life):
+/* The control layer's record of a peer (peer->handshake, for the peer's life):
  * what an accepted peer claimed in HELLO, kept until it has authenticated,
  * both sides' nonces, the connection's resume token (the one this
  * listener issued, or the one a connector was issued), what the handshake

@@ -96,7 +96,8 @@ hixl_status_t hixl_disconnect(hixl_engine_t *engine, const char *remote_engine,
         pthread_mutex_unlock(&engine->lock);
         return status;
     }
-    peer->hs->app_owned = 0;   /* ended by the application: nothing owed */
+    /* ended by the application: nothing owed */
+    peer->handshake->app_owned = 0;
     hixl_peer_retain(peer);
     deadline  = hixl_deadline_ns(timeout_ms);
     wait.peer = peer;

@@ -17,20 +17,20 @@
 hixl_peer_t *hixl_ctrl_peer_create(hixl_engine_t *engine, int fd,
                                    int outgoing, uint64_t deadline_ns)
 {
-    struct hixl_handshake *hs = calloc(1, sizeof(*hs));
+    struct hixl_handshake *handshake = calloc(1, sizeof(*handshake));
     hixl_peer_t *peer;
 
-    if (hs == NULL) {
+    if (handshake == NULL) {
         hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for a peer");
         return NULL;
     }
     peer = hixl_peer_create(engine, fd, outgoing);
     if (peer == NULL) {
-        free(hs);
+        free(handshake);
         return NULL;
     }
-    hs->deadline_ns = deadline_ns;
-    peer->hs        = hs;
+    handshake->deadline_ns = deadline_ns;
+    peer->handshake        = handshake;
     return peer;
 }
 
@@ -69,6 +69,6 @@ void hixl_ctrl_send_auth(hixl_peer_t *peer, uint16_t type, const void *data,
     memset(&msg, 0, sizeof(msg));
     msg.type             = type;
     msg.u.auth.data      = hixl_msg_bytes(data, len);
-    peer->hs->auth_state = state;
+    peer->handshake->auth_state = state;
     hixl_ctrl_send(peer, &msg);
 }

@@ -114,28 +114,33 @@ static hixl_status_t hixl_layer_claim(hixl_peer_t *peer, uint32_t stream,
     struct hixl_layer_out *out;
 
     hixl_assert_locked(&peer->engine->lock);
-    if ((stream >= peer->hs->remote_max_streams) ||
-        (layer >= peer->hs->remote_max_layers)) {
-        return hixl_error(HIXL_PARAM_INVALID, "%s %u is out of range: %s "
+    if ((stream >= peer->handshake->remote_max_streams) ||
+        (layer >= peer->handshake->remote_max_layers)) {
+        return hixl_error(HIXL_PARAM_INVALID,
+                          "%s %u is out of range: %s "
                           "accepts streams 0..%u and layers 0..%u (its "
                           "hixl.MaxStreams / hixl.MaxLayers)",
-                          (stream >= peer->hs->remote_max_streams) ? "stream" :
-                          "layer", (stream >= peer->hs->remote_max_streams) ?
-                          stream : layer, peer->name,
-                          peer->hs->remote_max_streams - 1,
-                          peer->hs->remote_max_layers - 1);
+                          (stream >= peer->handshake->remote_max_streams) ?
+                              "stream" :
+                              "layer",
+                          (stream >= peer->handshake->remote_max_streams) ?
+                              stream :
+                              layer,
+                          peer->name, peer->handshake->remote_max_streams - 1,
+                          peer->handshake->remote_max_layers - 1);
     }
     if (peer->layer_out == NULL) {
         out = calloc(1, sizeof(*out));
         if (out != NULL) {
-            out->sent_gen = calloc(peer->hs->remote_max_streams,
+            out->sent_gen = calloc(peer->handshake->remote_max_streams,
                                    sizeof(*out->sent_gen));
         }
         if ((out == NULL) || (out->sent_gen == NULL)) {
             free(out);
-            return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory for "
+            return hixl_error(HIXL_RESOURCE_EXHAUSTED,
+                              "out of memory for "
                               "%u stream generations",
-                              peer->hs->remote_max_streams);
+                              peer->handshake->remote_max_streams);
         }
         peer->layer_out = out;
     }

@@ -95,7 +95,7 @@ struct hixl_peer {
     atomic_int            gone;         /* its process is gone, as the
                                            kernel said (hixl_peer_gone) */
     /* per-module state, owned by the module (see the hooks) */
-    struct hixl_handshake *hs;          /* ctrl/: the handshake and what it
+    struct hixl_handshake    *handshake; /* ctrl/: the handshake and what it
                                            settled (ctrl/ctrl.h) */
     struct hixl_notify_peer *notify;    /* ops/notify.c, once READY */
     struct hixl_mem_peer  *mem;         /* ops/memory.c, once READY */
