@@ -328,14 +328,3 @@ const char *rp_status_str(int st, char *buf, size_t len)
     }
     return buf;
 }
-
-int rp_tls_usable(const char *tls)
-{
-    rp_ucx_t u;
-
-    if (rp_ucx_init(&u, UCP_FEATURE_AM, tls, NULL) != UCS_OK) {
-        return 0;
-    }
-    rp_ucx_fini(&u);
-    return 1;
-}

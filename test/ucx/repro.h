@@ -75,8 +75,4 @@ int rp_run_pair(rp_role_t a, rp_role_t b, void *arg, double timeout_s,
 /* "exit 3", "signal 6 (Aborted)", "timed out" */
 const char *rp_status_str(int st, char *buf, size_t len);
 
-/* 1 when the transports named by the comma list are all usable here
- * (ucp_context of them comes up and has a worker address) */
-int rp_tls_usable(const char *tls);
-
 #endif
