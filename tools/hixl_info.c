@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * hixl_info: what this libhixl-ucx sees: its version and UCX's, the UCX
+ * workarounds in force, the UCX
  * transports and devices on this machine, the memory-type plugins it finds
  * and whether each found its device runtime, and every engine option with the
  * value it would take here (default, HIXL_* environment, or -O KEY=VALUE)
@@ -16,6 +17,7 @@
 #include <uct/api/uct.h>
 
 #define HIXL_INFO_MAX_OPTS 64
+#define HIXL_INFO_MAX_WORKAROUNDS 32
 
 static void hixl_info_usage(FILE *f)
 {
@@ -35,9 +37,22 @@ static void hixl_info_usage(FILE *f)
 
 static void hixl_info_versions(void)
 {
+    hixl_ucx_workaround_t w[HIXL_INFO_MAX_WORKAROUNDS];
+    size_t n, i;
+
     printf("# libhixl-ucx %s\n", hixl_version());
     printf("# UCX %s (built against %d.%d)\n", ucp_get_version_string(),
            UCP_API_MAJOR, UCP_API_MINOR);
+    n = hixl_ucx_workarounds(w, HIXL_INFO_MAX_WORKAROUNDS);
+    printf("# UCX workarounds (an engine created now; "
+           "docs/ucx-versions.md):\n");
+    for (i = 0; (i < n) && (i < HIXL_INFO_MAX_WORKAROUNDS); ++i) {
+        if (w[i].in_force) {
+            printf("#   %-20s in force: %s\n", w[i].name, w[i].action);
+        } else {
+            printf("#   %-20s not in force: %s\n", w[i].name, w[i].why_not);
+        }
+    }
 }
 
 static void hixl_info_md_transports(uct_component_h comp, const char *md_name)

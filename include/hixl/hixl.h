@@ -678,6 +678,25 @@ HIXL_API hixl_status_t hixl_get_capability(int32_t feature, int32_t *value_p);
 /** Library version string, e.g. "0.1.0". */
 HIXL_API const char *hixl_version(void);
 
+/** A behaviour of UCX that the library works around, and whether an engine
+ *  created now takes the workaround (docs/ucx-versions.md tells each one's
+ *  story).  The strings are the library's, valid until the next call of
+ *  hixl_ucx_workarounds by the same thread. */
+typedef struct hixl_ucx_workaround {
+    const char *name;        /**< short name, e.g. "tcp-seg-size" */
+    const char *behaviour;   /**< the UCX behaviour, one line */
+    const char *action;      /**< what the library does about it */
+    int         in_force;    /**< 1: an engine created now takes it */
+    const char *why_not;     /**< when not in force, why; else "" */
+} hixl_ucx_workaround_t;
+
+/** The UCX workarounds, as the environment (UCX_* settings, UCX_TLS,
+ *  HIXL_DATA_PATH) and the UCX this process runs with decide them: writes
+ *  up to max entries into out (nothing when out is NULL) and returns how
+ *  many there are.  Needs no engine. */
+HIXL_API size_t hixl_ucx_workarounds(hixl_ucx_workaround_t *out,
+                                     size_t max);
+
 /** Print the option table: every key, its environment variable, the value
  *  it would have for an engine given these options, where that value comes
  *  from (default, environment, option) and what it means. */

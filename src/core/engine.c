@@ -7,7 +7,7 @@
 #include "core/engine.h"
 #include "core/am/am.h"
 #include "core/xfer/am_data.h"
-#include "core/worker/ucx_tls.h"
+#include "core/worker/ucx_settings.h"
 #include "wire/ctrl_conn.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -125,26 +125,10 @@ static hixl_status_t hixl_engine_worker(hixl_engine_t *engine,
  */
 static void hixl_engine_ucx_config(hixl_engine_t *engine, ucp_config_t *config)
 {
-    static const char *const sm[] = {"sm", "posix", "sysv", "mm"};
-    static const char *const tcp[] = {"tcp"};
     char value[16];
 
-    if (hixl_ucx_tls_allows(sm, sizeof(sm) / sizeof(sm[0]))) {
-        ucp_config_modify(config, "MM_ERROR_HANDLING", "y");
-    }
-    if (getenv("UCX_ADAPTIVE_PROGRESS") == NULL) {
-        ucp_config_modify(config, "ADAPTIVE_PROGRESS", "n");
-    }
-    if (getenv("UCX_KEEPALIVE_NUM_EPS") == NULL) {
-        ucp_config_modify(config, "KEEPALIVE_NUM_EPS", "inf");
-    }
-    /* a transport setting reaches UCX's transports by its bare name (only
-     * tcp has this one); where tcp is not used UCX would call it invalid */
-    if (hixl_ucx_tls_allows(tcp, 1) &&
-        (getenv("UCX_TCP_TX_SEG_SIZE") == NULL) &&
-        (getenv("UCX_TCP_RX_SEG_SIZE") == NULL)) {
-        ucp_config_modify(config, "TX_SEG_SIZE", "64k");
-    }
+    /* the workarounds' settings (core/worker/ucx_settings.h) */
+    hixl_ucx_settings_apply(config);
     /* hixl's RDMA options keep their meaning through UCX's IB settings */
     if (engine->opts.rdma_traffic_class >= 0) {
         snprintf(value, sizeof(value), "%d", engine->opts.rdma_traffic_class);

@@ -5,6 +5,7 @@
  */
 #include "config.h"
 #include "core/engine.h"
+#include "core/worker/ucx_settings.h"
 #include "ctrl/ctrl.h"
 #include "device/device.h"
 #include "ops/connect_async.h"
@@ -124,6 +125,11 @@ const char *hixl_engine_name(const hixl_engine_t *engine)
 unsigned hixl_engine_progress(hixl_engine_t *engine)
 {
     return (engine != NULL) ? hixl_progress_pass(engine, HIXL_PROGRESS_POLL_DATA) : 0;
+}
+
+size_t hixl_ucx_workarounds(hixl_ucx_workaround_t *out, size_t max)
+{
+    return hixl_ucx_workarounds_list(out, (out != NULL) ? max : 0);
 }
 
 hixl_status_t hixl_get_capability(int32_t feature, int32_t *value_p)

@@ -3,8 +3,10 @@
 # tools/hixl_info as a person runs it: --help and -h (usage on stdout,
 # status 0), a wrong option (usage on stderr, status 2), the option table
 # with an option given on the command line and one from the environment
-# (each says where its value comes from), and the plugin search, which in
-# a build tree's tests never includes the installed directory.
+# (each says where its value comes from), -v's UCX version and
+# workarounds (one turned off from the environment), and the plugin
+# search, which in a build tree's tests never includes the installed
+# directory.
 set -u
 builddir=$(pwd)
 info=$builddir/../tools/hixl_info
@@ -42,6 +44,14 @@ grep -q 'hixl.PeerTimeoutMs' "$tmp/out" || fail "a bad option value: the message
 grep -q 'HIXL_PEER_TIMEOUT_MS' "$tmp/out" &&
     fail "a bad value given with --option is blamed on the environment variable: $(cat "$tmp/out")"
 
+# -v: the UCX running, and each workaround in force or why not
+UCX_ADAPTIVE_PROGRESS=y "$info" -v >"$tmp/out" 2>&1
+grep -q '^# UCX [0-9]' "$tmp/out" || fail "hixl_info -v: no UCX version: $(cat "$tmp/out")"
+grep -q 'tcp-put-emulation *in force' "$tmp/out" ||
+    fail "hixl_info -v: tcp-put-emulation not in force: $(cat "$tmp/out")"
+grep -q 'adaptive-progress *not in force: UCX_ADAPTIVE_PROGRESS is set' "$tmp/out" ||
+    fail "hixl_info -v: UCX_ADAPTIVE_PROGRESS=y not reported: $(cat "$tmp/out")"
+
 # the installed plugin directory is out of the search in make check
 "$info" -p >"$tmp/out" 2>&1
 if [ -n "${HIXL_PLUGIN_INSTALL_DIR-unset}" ]; then
@@ -49,5 +59,5 @@ if [ -n "${HIXL_PLUGIN_INSTALL_DIR-unset}" ]; then
 elif grep -q '/lib/hixl-ucx' "$tmp/out"; then
     fail "the plugin search includes an installed directory: $(cat "$tmp/out")"
 fi
-[ $rc -eq 0 ] && echo "hixl_info: help, errors, options and plugin search as expected"
+[ $rc -eq 0 ] && echo "hixl_info: help, errors, versions and workarounds, options and plugin search as expected"
 exit $rc

@@ -7,6 +7,7 @@
 #include "core/engine.h"
 #include "core/peer/peer.h"
 #include "core/worker/ucx_log_mute.h"
+#include "core/worker/ucx_settings.h"
 #include "core/peer/ep_close.h"
 #include "util/debug.h"
 #include "util/log.h"
@@ -101,32 +102,86 @@ static ucs_status_t hixl_ep_create_mode(hixl_engine_t *engine,
     return ucp_ep_create(engine->ucp_worker, params, &peer->ep);
 }
 
-/* Whether UCX gave the endpoint RDMA lanes (it prints them; the API of
- * UCX 1.13 has no query for an endpoint's transports): puts there are real
- * remote writes, never emulated with messages. */
-static void hixl_ep_transports(hixl_peer_t *peer)
-{
-    static const char *const rdma[] = {"rc_", "dc_", "ud_", "rc/", "dc/",
-                                       "ud/"};
-    char *text = NULL;
-    size_t len = 0, i;
-    FILE *f    = open_memstream(&text, &len);
+/* RDMA transports as a lane's line prints them */
+static const char *const hixl_rdma_printed[] = {"rc_", "dc_", "ud_", "rc/",
+                                                "dc/", "ud/"};
 
-    /* unknown: the safe choice */
-    hixl_peer_mark(peer, HIXL_PEER_F_EP_RDMA, 0);
-    if (f == NULL) {
-        return;
+#define HIXL_EP_TLS_MAX 16
+
+/* 1: UCX's query for the endpoint's transports answered, *rdma says
+ * whether one is RDMA; 0: no answer (UCX before 1.14). */
+static int hixl_ep_transports_query(hixl_peer_t *peer, int *rdma)
+{
+#ifdef HAVE_UCP_EP_ATTR_T_TRANSPORTS
+    /* RDMA transports, by the start of their names (rc_mlx5, ud_verbs...) */
+    static const char *const rdma_tls[] = {"rc_", "dc_", "ud_"};
+    ucp_transport_entry_t entries[HIXL_EP_TLS_MAX];
+    ucp_ep_attr_t attr;
+    unsigned i, j;
+
+    if (!hixl_ucx_ep_query_transports()) {
+        return 0;
     }
-    ucp_ep_print_info(peer->ep, f);
-    fclose(f);
-    if (text != NULL) {
-        for (i = 0; i < sizeof(rdma) / sizeof(rdma[0]); ++i) {
-            if (strstr(text, rdma[i]) != NULL) {
-                hixl_peer_mark(peer, HIXL_PEER_F_EP_RDMA, 1);
+    memset(&attr, 0, sizeof(attr));
+    attr.field_mask             = UCP_EP_ATTR_FIELD_TRANSPORTS;
+    attr.transports.entries     = entries;
+    attr.transports.num_entries = HIXL_EP_TLS_MAX;
+    attr.transports.entry_size  = sizeof(entries[0]);
+    if (ucp_ep_query(peer->ep, &attr) != UCS_OK) {
+        return 0;
+    }
+    *rdma = 0;
+    for (i = 0; i < attr.transports.num_entries; ++i) {
+        for (j = 0; j < sizeof(rdma_tls) / sizeof(rdma_tls[0]); ++j) {
+            if ((entries[i].transport_name != NULL) &&
+                (strncmp(entries[i].transport_name, rdma_tls[j],
+                         strlen(rdma_tls[j])) == 0)) {
+                *rdma = 1;
             }
         }
     }
+    return 1;
+#else
+    (void)peer;
+    (void)rdma;
+    return 0;
+#endif
+}
+
+/* Whether the transports UCX prints for the endpoint name an RDMA one
+ * ("rc_mlx5/..." in a lane's line). */
+static int hixl_ep_transports_printed(hixl_peer_t *peer)
+{
+    char *text = NULL;
+    size_t len = 0, i;
+    FILE *f    = open_memstream(&text, &len);
+    int rdma   = 0;
+
+    if (f == NULL) {
+        return 0;   /* unknown: the safe choice */
+    }
+    ucp_ep_print_info(peer->ep, f);
+    fclose(f);
+    for (i = 0; (text != NULL) && (i < sizeof(hixl_rdma_printed) /
+                                            sizeof(hixl_rdma_printed[0]));
+         ++i) {
+        rdma |= (strstr(text, hixl_rdma_printed[i]) != NULL);
+    }
     free(text);
+    return rdma;
+}
+
+/* Whether UCX gave the endpoint RDMA lanes: puts there are real remote
+ * writes, never emulated with messages.  UCX's query where the UCX running
+ * has it, else what it prints (core/worker/ucx_settings.h). */
+static void hixl_ep_transports(hixl_peer_t *peer)
+{
+    int rdma = 0;
+
+    if (!hixl_ep_transports_query(peer, &rdma)) {
+        rdma = hixl_ep_transports_printed(peer);
+    }
+    hixl_peer_mark(peer, HIXL_PEER_F_EP_RDMA, rdma);
 }
 
 hixl_status_t hixl_peer_ep_create(hixl_engine_t *engine, hixl_peer_t *peer,
