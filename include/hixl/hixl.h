@@ -519,6 +519,56 @@ HIXL_API hixl_status_t hixl_wait_transfers(hixl_engine_t *engine,
                                            hixl_transfer_status_t *statuses,
                                            size_t *first_done_p);
 
+/* ---- Transfers by block table ------------------------------------------- */
+
+/**
+ * A paged KV cache moves as blocks: prepare each side's block layout once,
+ * then move a request as two arrays of block ids, one call however many
+ * blocks (NIXL's prepared descriptor lists, in hixl's terms).  Block i of
+ * a layout starts at base + offsets[i], or at base + i * stride when
+ * offsets is NULL (stride 0: block_size, the blocks back to back); every
+ * block is block_size bytes and must lie inside one region its engine
+ * registered.
+ */
+typedef struct hixl_block_layout {
+    uint64_t        base;
+    uint64_t        block_size;
+    uint64_t        num_blocks;   /**< at most 2^32 */
+    uint64_t        stride;
+    const uint64_t *offsets;      /**< num_blocks offsets, or NULL */
+} hixl_block_layout_t;
+
+/** A prepared block layout (hixl_blocks_prepare). */
+typedef struct hixl_blocks *hixl_blocks_t;
+
+/** Prepare a layout of this engine's registered memory (remote_engine
+ *  NULL) or of memory remote_engine registered (connected to it, after it
+ *  registered): every block is checked now, PARAM_INVALID naming the first
+ *  one outside a registered region.  The layout's offsets are copied.
+ *  Release with hixl_blocks_release before hixl_finalize. */
+HIXL_API hixl_status_t hixl_blocks_prepare(hixl_engine_t *engine,
+                                           const char *remote_engine,
+                                           const hixl_block_layout_t *layout,
+                                           hixl_blocks_t *blocks_p);
+
+/** Release prepared blocks; transfers posted with them are not affected. */
+HIXL_API hixl_status_t hixl_blocks_release(hixl_engine_t *engine,
+                                           hixl_blocks_t blocks);
+
+/** Post a transfer of count blocks: local block local_ids[k] and remote
+ *  block remote_ids[k], for each k, as hixl_transfer_async would move
+ *  descriptors of the two blocks' addresses and block_size (the two
+ *  layouts' block sizes must be equal).  local was prepared with no remote
+ *  engine, remote with remote_engine; an id not below its layout's
+ *  num_blocks is PARAM_INVALID naming its position.  Regions are checked
+ *  again as for any transfer, so a block whose region was deregistered
+ *  since it was prepared is refused, never written.  args may be NULL. */
+HIXL_API hixl_status_t hixl_transfer_blocks_async(
+    hixl_engine_t *engine, const char *remote_engine, hixl_transfer_op_t op,
+    hixl_blocks_t local, const uint32_t *local_ids, hixl_blocks_t remote,
+    const uint32_t *remote_ids, size_t count,
+    const hixl_transfer_args_t *args, hixl_req_t *req_p);
+
 /* ---- Layer-granular flush ----------------------------------------------- */
 
 /*

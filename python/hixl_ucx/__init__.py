@@ -79,6 +79,7 @@ from ._constants import (ALREADY_CONNECTED, AUTO_CONNECT, CLIENT_SERVER_COMM,
                          FeatureType, MemType, TransferOp, TransferStatus,
                          WAIT_ALL, WAIT_ANY, WaitMode)
 from ._allocation import Allocation
+from ._blocks import Blocks
 from ._engine import Hixl
 from ._mem_export import RemoteMemory
 from ._errors import HixlError, HixlTimeoutError, last_error, strerror
@@ -106,7 +107,7 @@ __all__ = [
     "HixlError", "HixlTimeoutError", "WaitMode", "WAIT_ALL", "WAIT_ANY",
     "LibraryNotFoundError", "load_library", "buffer_address",
     "last_error", "strerror", "version", "library", "__version__",
-    "Allocation", "RemoteMemory",
+    "Allocation", "RemoteMemory", "Blocks",
 ]
 
 

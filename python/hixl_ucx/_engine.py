@@ -13,6 +13,7 @@ from ._ctypes import (ARG_NOTIFY, ARG_TIMEOUT, ARG_USER_DATA, CAsyncEntry,
                       CMemDesc, CNotify, CNotifyDesc, COpDesc, COption,
                       CTransferArgs, CTransferResult)
 from ._allocation import Allocation, close_all
+from ._blocks import Blocks, CBlockLayout, id_array
 from ._errors import HixlError, _s, last_error
 from ._mem_export import RemoteMemory, export_mem
 from ._memory import MemDesc, NotifyDesc, TransferArgs, TransferOpDesc
@@ -25,6 +26,33 @@ _SZ = ctypes.c_size_t
 
 #: what a descriptor list may hold
 OpDescLike = Any   # TransferOpDesc, (local, remote, len) or (local, remote)
+
+
+def _transfer_args(args: Optional[TransferArgs]) -> Tuple[Any, Any]:
+    """(hixl_transfer_args_t pointer or None, what must outlive the call)."""
+    if args is not None and not isinstance(args, TransferArgs):
+        raise TypeError("args must be a TransferArgs, got %s" %
+                        type(args).__name__)
+    if args is None or (args.timeout_in_millis is None and
+                        args.notify is None and not args.user_data):
+        return None, None
+    c = CTransferArgs()
+    keep: Any = c
+    if args.user_data:
+        c.field_mask |= ARG_USER_DATA
+        c.user_data = args.user_data
+    if args.timeout_in_millis is not None:
+        c.field_mask |= ARG_TIMEOUT
+        c.timeout_ms = _args.timeout(args.timeout_in_millis,
+                                     "args.timeout_in_millis")
+    if args.notify is not None:
+        keep = (c, _args.name(args.notify.name, "args.notify.name"),
+                args.notify.notify_msg_bytes)
+        c.field_mask |= ARG_NOTIFY
+        c.notify.name = keep[1]
+        c.notify.msg = ctypes.cast(ctypes.c_char_p(keep[2]), _VP)
+        c.notify.msg_len = len(keep[2])
+    return ctypes.byref(c), keep
 
 
 def _op_array(op_descs: Iterable[OpDescLike]) -> Tuple[Any, int, List[Any]]:
@@ -98,6 +126,7 @@ class Hixl(WaitMixin, AioMixin):
         self._mem_pins: Dict[int, Any] = {}   # handle -> registered object
         self._req_pins: Dict[int, Any] = {}   # request -> local objects
         self._allocs: Dict[int, Allocation] = {}   # handle -> alloc_mem's
+        self._blocks: Dict[int, Blocks] = {}   # handle -> prepared layout
 
     def __del__(self) -> None:
         try:
@@ -162,6 +191,9 @@ class Hixl(WaitMixin, AioMixin):
             with self._pins_lock:
                 self._mem_pins.clear()
                 self._req_pins.clear()
+                for b in self._blocks.values():
+                    b.handle = 0   # finalize released them
+                self._blocks.clear()
 
     def register_mem(self, mem_desc: Any,
                      mem_type: Optional[MemType] = None) -> Tuple[int, int]:
@@ -247,35 +279,91 @@ class Hixl(WaitMixin, AioMixin):
         name = _args.name(remote_engine, "remote_engine")
         top = _args.op(op)
         arr, n, pins = _op_array(op_descs)
-        cargs = None
-        keep = None
-        if args is not None and not isinstance(args, TransferArgs):
-            raise TypeError("args must be a TransferArgs, got %s" %
-                            type(args).__name__)
-        if args is not None and (args.timeout_in_millis is not None or
-                                 args.notify is not None or args.user_data):
-            c = CTransferArgs()
-            if args.user_data:
-                c.field_mask |= ARG_USER_DATA
-                c.user_data = args.user_data
-            if args.timeout_in_millis is not None:
-                c.field_mask |= ARG_TIMEOUT
-                c.timeout_ms = _args.timeout(args.timeout_in_millis,
-                                             "args.timeout_in_millis")
-            if args.notify is not None:
-                keep = (_args.name(args.notify.name, "args.notify.name"),
-                        args.notify.notify_msg_bytes)
-                c.field_mask |= ARG_NOTIFY
-                c.notify.name = keep[0]
-                c.notify.msg = ctypes.cast(ctypes.c_char_p(keep[1]), _VP)
-                c.notify.msg_len = len(keep[1])
-            cargs = ctypes.byref(c)
+        cargs, keep = _transfer_args(args)
         req = _VP()
         status = self._call("transfer_async", _lib.lib().hixl_transfer_async,
                             name, int(top), arr, n, cargs, ctypes.byref(req))
+        del keep   # the notify's bytes had to live until the call returned
         if status == SUCCESS and req.value and pins:
             with self._pins_lock:
                 self._req_pins[req.value] = pins
+        return status, (req.value or 0)
+
+    # ---- transfers by block table (this package's) -------------------------
+
+    def prepare_blocks(self, base: int, block_size: int, num_blocks: int,
+                       stride: int = 0, offsets: Any = None,
+                       remote_engine: Optional[str] = None
+                       ) -> Tuple[int, Optional[Blocks]]:
+        """Prepare a block layout -> (status, Blocks or None).
+
+        Block i is block_size bytes at base + offsets[i], or at
+        base + i * stride (stride 0: block_size) without offsets; every
+        block must lie inside a registered region of this engine
+        (remote_engine None) or of remote_engine (connected, after it
+        registered).  Checked now, once."""
+        b = _args.integer(base, "base", 1, _args.UINT64_MAX)
+        size = _args.integer(block_size, "block_size", 1, _args.UINT64_MAX)
+        count = _args.integer(num_blocks, "num_blocks", 1, _args.UINT32_MAX)
+        step = _args.integer(stride, "stride", 0, _args.UINT64_MAX)
+        name = (None if remote_engine is None else
+                _args.name(remote_engine, "remote_engine"))
+        layout = CBlockLayout(b, size, count, step, None)
+        keep = None
+        if offsets is not None:
+            ptr, n, keep = id_array(offsets, "offsets", ctypes.c_uint64, 64)
+            if n != count:
+                raise ValueError("offsets has %d entries for %d blocks" %
+                                 (n, count))
+            layout.offsets = ptr
+        handle = _VP()
+        status = self._call("prepare_blocks", _lib.lib().hixl_blocks_prepare,
+                            name, ctypes.byref(layout), ctypes.byref(handle))
+        del keep   # the library copied the offsets
+        if status != SUCCESS or not handle.value:
+            return status, None
+        blocks = Blocks(self, handle.value, count, size,
+                        remote_engine if name is not None else None)
+        with self._pins_lock:
+            self._blocks[handle.value] = blocks
+        return status, blocks
+
+    def _release_blocks(self, blocks: Blocks) -> int:
+        with self._pins_lock:
+            known = self._blocks.pop(blocks.handle, None) is blocks
+        if not known:
+            return self._check("release_blocks", PARAM_INVALID)
+        handle, blocks.handle = blocks.handle, 0
+        return self._call("release_blocks", _lib.lib().hixl_blocks_release,
+                          _VP(handle))
+
+    def transfer_blocks_async(self, remote_engine: str, op: TransferOp,
+                              local: Blocks, local_ids: Any, remote: Blocks,
+                              remote_ids: Any,
+                              args: Optional[TransferArgs] = None
+                              ) -> Tuple[int, int]:
+        """Post a transfer of blocks by id -> (status, req): local block
+        local_ids[k] and remote block remote_ids[k] for each k (arrays of
+        equal length: numpy, torch, array.array or lists of ints).  Poll
+        or wait on req as for transfer_async."""
+        name = _args.name(remote_engine, "remote_engine")
+        top = _args.op(op)
+        for what, b in (("local", local), ("remote", remote)):
+            if not isinstance(b, Blocks):
+                raise TypeError("%s must be a Blocks (prepare_blocks), got "
+                                "%s" % (what, type(b).__name__))
+        lp, ln, lkeep = id_array(local_ids, "local_ids")
+        rp, rn, rkeep = id_array(remote_ids, "remote_ids")
+        if ln != rn:
+            raise ValueError("local_ids has %d ids, remote_ids %d" % (ln, rn))
+        cargs, keep = _transfer_args(args)
+        req = _VP()
+        status = self._call("transfer_blocks_async",
+                            _lib.lib().hixl_transfer_blocks_async, name,
+                            int(top), _VP(local.handle or None), lp,
+                            _VP(remote.handle or None), rp, ln, cargs,
+                            ctypes.byref(req))
+        del lkeep, rkeep, keep   # copied by the call
         return status, (req.value or 0)
 
     def get_transfer_status(self, req: int) -> Tuple[int, TransferStatus]:

@@ -98,6 +98,7 @@ struct hixl_engine {
     struct hixl_memory    *memory;    /* ops/memory.c */
     struct hixl_layers    *layers;    /* ops/layer_wait.c */
     struct hixl_async     *async;     /* ops/connect_async.c */
+    struct hixl_blocks    *blocks;    /* ops/blocks.c: prepared layouts */
 };
 
 /*

@@ -8,6 +8,7 @@
 #include "core/worker/ucx_settings.h"
 #include "ctrl/ctrl.h"
 #include "device/device.h"
+#include "ops/blocks.h"
 #include "ops/connect_async.h"
 #include "ops/copier.h"
 #include "ops/layer.h"
@@ -44,6 +45,7 @@ static void hixl_engine_destroy(hixl_engine_t *engine)
     hixl_notify_cleanup(engine);
     hixl_layer_cleanup(engine);
     hixl_transfer_cleanup(engine);
+    hixl_blocks_cleanup(engine);
     hixl_ctrl_cleanup(engine);
     hixl_engine_free(engine);
 }
