@@ -9,6 +9,10 @@
 #   ./quickstart.sh vs_perftest [its options]    set up (plus gnuplot for its
 #                                                plot), build, run
 #                                                bench/vs_perftest
+#   ./quickstart.sh vs_peers [its options]       set up, build, make a venv
+#                                                with NIXL and Mooncake from
+#                                                PyPI (bench/vs_peers_setup.sh),
+#                                                run bench/vs_peers
 #
 # Set-up installs only the Debian packages that are missing.  The build
 # uses Debian's /usr/bin/python3 (the one python3-numpy and friends belong
@@ -20,8 +24,8 @@ what=${1:-}
 [ $# -gt 0 ] && shift
 
 case "$what" in
-    demo|test|vs_perftest) ;;
-    *) echo "usage: $0 demo [pd_pipeline options] | test | vs_perftest [options]" >&2
+    demo|test|vs_perftest|vs_peers) ;;
+    *) echo "usage: $0 demo [pd_pipeline options] | test | vs_perftest [options] | vs_peers [options]" >&2
        exit 2 ;;
 esac
 
@@ -36,8 +40,9 @@ python3-setuptools python3-wheel python3-numpy cmake iproute2"
 if [ "$what" = test ]; then
     packages="$packages python3-torch"
 fi
-# bench/vs_perftest draws its plot with gnuplot (only that mode installs it)
-if [ "$what" = vs_perftest ]; then
+# bench/vs_perftest and bench/vs_peers draw their plots with gnuplot (only
+# those modes install it)
+if [ "$what" = vs_perftest ] || [ "$what" = vs_peers ]; then
     packages="$packages gnuplot-nox"
 fi
 
@@ -92,5 +97,14 @@ case "$what" in
         ;;
     vs_perftest)
         exec bench/vs_perftest --put-bw "$build/bench/put_bw" "$@"
+        ;;
+    vs_peers)
+        # the peers come from PyPI into a venv of their own
+        # (VS_PEERS_VENV, default /opt/hixl-vs-peers/venv); this library is
+        # the one just built
+        py=$(bench/vs_peers_setup.sh | tail -n 1)
+        HIXL_UCX_LIB=$(cd "$build/src/.libs" && pwd)/libhixl-ucx.so.0
+        export HIXL_UCX_LIB
+        exec "$py" bench/vs_peers "$@"
         ;;
 esac
