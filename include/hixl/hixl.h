@@ -144,6 +144,12 @@ typedef struct hixl_notify {
     size_t      msg_len;
 } hixl_notify_t;
 
+/** The name of the notify an engine with hixl.NotifyPeerEnded=1 queues
+ *  when a connection ends: its remote is the engine the connection was
+ *  with, its message "disconnected: ...", "gone: ..." or "unreachable:
+ *  ..." with the reason. */
+#define HIXL_NOTIFY_PEER_ENDED "hixl.peer_ended"
+
 /** Fields of hixl_transfer_args_t that are set. */
 enum {
     HIXL_TRANSFER_ARG_TIMEOUT   = 1u << 0,

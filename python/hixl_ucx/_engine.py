@@ -134,6 +134,14 @@ class Hixl(WaitMixin, AioMixin):
         except Exception:  # interpreter shutdown: nothing left to do
             pass
 
+    def __enter__(self) -> "Hixl":
+        """``with Hixl() as h:`` finalizes the engine when the block ends
+        (finalize's BufferError if a view of alloc_mem memory is alive)."""
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.finalize()
+
     # Every call takes the engine through the gate; before initialize (or
     # after finalize) the C call gets NULL and answers PARAM_INVALID with
     # "engine is NULL", which is reported as hixl does: FAILED.

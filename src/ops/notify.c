@@ -45,13 +45,13 @@ struct hixl_notify_peer {
 
 /* ---- receiving ------------------------------------------------------------- */
 
-/* Queue a received notify; returns the status the sender is told. */
+/* Queue a notify (engine->lock held); returns the status its sender is
+ * told. */
 static hixl_status_t hixl_notify_enqueue(hixl_engine_t *engine,
                                          const char *remote,
-                                         const hixl_msg_t *msg)
+                                         const hixl_msg_bytes_t *name,
+                                         const hixl_msg_bytes_t *body)
 {
-    const hixl_msg_bytes_t *name = &msg->u.notify.name;
-    const hixl_msg_bytes_t *body = &msg->u.notify.msg;
     struct hixl_notifies *q  = engine->notifies;
     hixl_notify_node_t *node;
     char *p;
@@ -102,7 +102,9 @@ static hixl_status_t hixl_notify_enqueue(hixl_engine_t *engine,
 static int hixl_on_notify(hixl_engine_t *engine, hixl_peer_t *peer,
                           const hixl_msg_t *msg)
 {
-    hixl_status_t status = hixl_notify_enqueue(engine, peer->name, msg);
+    hixl_status_t status = hixl_notify_enqueue(engine, peer->name,
+                                               &msg->u.notify.name,
+                                               &msg->u.notify.msg);
     hixl_msg_t ack;
 
     memset(&ack, 0, sizeof(ack));
@@ -243,10 +245,41 @@ static void hixl_notify_fail_awaiting(hixl_request_t *req, void *arg)
     }
 }
 
+/* hixl.NotifyPeerEnded: tell the application a connection that was up
+ * ended, and how, as a notify from the engine it was with. */
+static void hixl_notify_peer_ended(hixl_engine_t *engine, hixl_peer_t *peer)
+{
+    static const char *const how[] = {
+        [HIXL_PEER_END_ABRUPT]  = "gone",
+        [HIXL_PEER_END_ORDERLY] = "disconnected",
+        [HIXL_PEER_END_CUT]     = "unreachable",
+    };
+    char text[HIXL_ERROR_MSG_MAX + 32];
+    hixl_msg_bytes_t name, body;
+    int n;
+
+    n = snprintf(text, sizeof(text), "%s: %s",
+                 ((unsigned)peer->end < sizeof(how) / sizeof(how[0])) ?
+                     how[peer->end] : "ended",
+                 peer->close_reason[0] ? peer->close_reason : "closed");
+    name.ptr = (const uint8_t*)HIXL_NOTIFY_PEER_ENDED;
+    name.len = (uint32_t)strlen(HIXL_NOTIFY_PEER_ENDED);
+    body.ptr = (const uint8_t*)text;
+    body.len = (uint32_t)((n < (int)sizeof(text)) ? n : (int)sizeof(text) - 1);
+    if (hixl_notify_enqueue(engine, peer->name, &name, &body) !=
+        HIXL_SUCCESS) {
+        hixl_log_warn("%s: its end was not queued as a notify (queue full "
+                      "or out of memory): %s", peer->name, text);
+    }
+}
+
 static void hixl_notify_peer_closed(hixl_engine_t *engine, hixl_peer_t *peer)
 {
     hixl_notify_waiter_t *w;
 
+    if ((peer->notify != NULL) && engine->opts.notify_peer_ended) {
+        hixl_notify_peer_ended(engine, peer);   /* it was up: READY */
+    }
     if (peer->notify != NULL) {
         for (w = peer->notify->waiters; w != NULL; w = w->next) {
             w->done   = 1;

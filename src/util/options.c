@@ -177,6 +177,13 @@ static const hixl_opt_row_t hixl_opt_table[] = {
      "4096", 1, 1 << 24, 0, OFF(notify_queue_depth),
      "Notifies held for hixl_get_notifies; a sender to a full queue gets "
      "RESOURCE_EXHAUSTED", NULL, NULL, NULL, 0},
+    {"hixl.NotifyPeerEnded", "HIXL_NOTIFY_PEER_ENDED", HIXL_OPT_BOOL, "0",
+     0, 1, 0, OFF(notify_peer_ended),
+     "Queue a notify named \"hixl.peer_ended\" (HIXL_NOTIFY_PEER_ENDED) "
+     "from each connected engine whose connection ends, whichever side "
+     "ended it and however: its message says how and why, and "
+     "hixl_get_notifies, hixl_wait_notifies and the event fd see it as any "
+     "notify", NULL, NULL, NULL, 0},
     {"hixl.MaxNotifySize", "HIXL_MAX_NOTIFY_SIZE", HIXL_OPT_UINT, "65536", 0,
      1 << 24, 0, OFF(max_notify_size),
      "Largest notify message in bytes, sent or accepted", NULL, NULL, NULL, 0},

@@ -81,6 +81,7 @@ typedef struct hixl_opts {
     int32_t  finalize_timeout_ms;
     uint32_t max_requests;
     uint32_t notify_queue_depth;
+    int32_t  notify_peer_ended;
     uint32_t max_notify_size;
     uint32_t max_remote_regions;
     uint32_t max_streams;
