@@ -141,32 +141,14 @@ ucs_status_t rp_connect(rp_ucx_t *u, int fd, ucp_err_handling_mode_t err_mode)
     return status;
 }
 
-static int rp_write_all(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-    ssize_t n;
-
-    while (len > 0) {
-        n = send(fd, p, len, MSG_NOSIGNAL);
-        if ((n < 0) && (errno == EINTR)) {
-            continue;
-        }
-        if (n <= 0) {
-            return -1;
-        }
-        p   += n;
-        len -= n;
-    }
-    return 0;
-}
-
-static int rp_read_all(int fd, void *buf, size_t len)
+/* All of len bytes written to (writing) or read from fd. */
+static int rp_io_all(int fd, void *buf, size_t len, int writing)
 {
     char *p = buf;
     ssize_t n;
 
     while (len > 0) {
-        n = read(fd, p, len);
+        n = writing ? send(fd, p, len, MSG_NOSIGNAL) : read(fd, p, len);
         if ((n < 0) && (errno == EINTR)) {
             continue;
         }
@@ -174,9 +156,19 @@ static int rp_read_all(int fd, void *buf, size_t len)
             return -1;
         }
         p   += n;
-        len -= n;
+        len -= (size_t)n;
     }
     return 0;
+}
+
+static int rp_write_all(int fd, const void *buf, size_t len)
+{
+    return rp_io_all(fd, (void*)buf, len, 1);
+}
+
+static int rp_read_all(int fd, void *buf, size_t len)
+{
+    return rp_io_all(fd, buf, len, 0);
 }
 
 int rp_send(int fd, const void *buf, size_t len)
@@ -327,4 +319,48 @@ const char *rp_status_str(int st, char *buf, size_t len)
         snprintf(buf, len, "status 0x%x", st);
     }
     return buf;
+}
+
+int rp_am_receiver(rp_ucx_t *u, int fd, unsigned id, ucp_am_recv_callback_t cb,
+                   void *arg)
+{
+    ucp_am_handler_param_t hp;
+
+    if (rp_ucx_init(u, UCP_FEATURE_AM, "tcp", NULL) != UCS_OK) {
+        return RP_SKIP;
+    }
+    memset(&hp, 0, sizeof(hp));
+    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+                    UCP_AM_HANDLER_PARAM_FIELD_CB |
+                    UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    hp.id         = id;
+    hp.cb         = cb;
+    hp.arg        = arg;
+    if ((ucp_worker_set_am_recv_handler(u->worker, &hp) != UCS_OK) ||
+        (rp_connect(u, fd, UCP_ERR_HANDLING_MODE_PEER) != UCS_OK) ||
+        (rp_signal(fd, 'G') != 0)) {
+        return RP_ERROR;
+    }
+    return RP_ABSENT;
+}
+
+int rp_receiver_killed(const char *name, rp_role_t receiver, rp_role_t sender,
+                       char *ss, size_t sslen)
+{
+    char sr[64];
+    int st_r, st_s;
+
+    if (rp_run_pair(receiver, sender, NULL, 60.0, &st_r, &st_s) != 0) {
+        rp_verdict(name, RP_ERROR, "cannot fork");
+    }
+    rp_status_str(st_r, sr, sizeof(sr));
+    rp_status_str(st_s, ss, sslen);
+    if (WIFEXITED(st_s) && (WEXITSTATUS(st_s) == RP_SKIP)) {
+        rp_verdict(name, RP_SKIP, "tcp is not usable here");
+    }
+    if (!WIFSIGNALED(st_r) || (WTERMSIG(st_r) != SIGKILL)) {
+        rp_verdict(name, RP_ERROR, "the receiver did not die as planned "
+                   "(%s; sender %s)", sr, ss);
+    }
+    return st_s;
 }

@@ -72,6 +72,19 @@ typedef int (*rp_role_t)(int fd, void *arg);
 int rp_run_pair(rp_role_t a, rp_role_t b, void *arg, double timeout_s,
                 int *st_a, int *st_b);
 
+/* A receiving role's start over tcp: its UCX, AM handler id -> cb(arg),
+ * connected in PEER mode, 'G' sent to the other role.  RP_ABSENT (0) when
+ * ready, else RP_SKIP (no tcp) or RP_ERROR: the role's exit status. */
+int rp_am_receiver(rp_ucx_t *u, int fd, unsigned id, ucp_am_recv_callback_t cb,
+                   void *arg);
+
+/* Run a pair whose receiver kills itself mid-transfer: the verdict is
+ * given here (and the program exits) when the pair could not run, tcp is
+ * not usable, or the receiver did not die by SIGKILL; else the sender's
+ * wait status is returned, described in ss. */
+int rp_receiver_killed(const char *name, rp_role_t receiver, rp_role_t sender,
+                       char *ss, size_t sslen);
+
 /* "exit 3", "signal 6 (Aborted)", "timed out" */
 const char *rp_status_str(int st, char *buf, size_t len);
 

@@ -43,25 +43,13 @@ static ucs_status_t am_cb(void *arg, const void *header, size_t header_len,
 static int receiver(int fd, void *arg)
 {
     static ucp_worker_h worker;
-    ucp_am_handler_param_t hp;
     rp_ucx_t u;
+    int ready = rp_am_receiver(&u, fd, AM_ID, am_cb, &worker);
 
-    if (rp_ucx_init(&u, UCP_FEATURE_AM, "tcp", NULL) != UCS_OK) {
-        return RP_SKIP;
+    if (ready != RP_ABSENT) {
+        return ready;
     }
-    worker        = u.worker;
-    memset(&hp, 0, sizeof(hp));
-    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
-                    UCP_AM_HANDLER_PARAM_FIELD_CB |
-                    UCP_AM_HANDLER_PARAM_FIELD_ARG;
-    hp.id         = AM_ID;
-    hp.cb         = am_cb;
-    hp.arg        = &worker;
-    if ((ucp_worker_set_am_recv_handler(u.worker, &hp) != UCS_OK) ||
-        (rp_connect(&u, fd, UCP_ERR_HANDLING_MODE_PEER) != UCS_OK) ||
-        (rp_signal(fd, 'G') != 0)) {
-        return RP_ERROR;
-    }
+    worker = u.worker;
     while (recv_req == NULL) {
         ucp_worker_progress(u.worker);
     }
@@ -102,22 +90,11 @@ static int sender(int fd, void *arg)
 
 int main(void)
 {
-    char sr[64], ss[64];
-    int st_r, st_s, try;
+    char ss[64];
+    int st_s, try;
 
     for (try = 1; try <= TRIES; try++) {
-        if (rp_run_pair(receiver, sender, NULL, 60.0, &st_r, &st_s) != 0) {
-            rp_verdict(NAME, RP_ERROR, "cannot fork");
-        }
-        rp_status_str(st_r, sr, sizeof(sr));
-        rp_status_str(st_s, ss, sizeof(ss));
-        if (WIFEXITED(st_s) && (WEXITSTATUS(st_s) == RP_SKIP)) {
-            rp_verdict(NAME, RP_SKIP, "tcp is not usable here");
-        }
-        if (!WIFSIGNALED(st_r) || (WTERMSIG(st_r) != SIGKILL)) {
-            rp_verdict(NAME, RP_ERROR, "the receiver did not die as planned "
-                       "(%s; sender %s)", sr, ss);
-        }
+        st_s = rp_receiver_killed(NAME, receiver, sender, ss, sizeof(ss));
         if ((st_s == -1) || WIFSIGNALED(st_s)) {
             rp_verdict(NAME, RP_PRESENT, "the sender of a rendezvous whose "
                        "receiver was killed mid-transfer ended by %s", ss);

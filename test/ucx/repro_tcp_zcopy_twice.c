@@ -122,22 +122,11 @@ static int sender(int fd, void *arg)
 
 int main(void)
 {
-    char sr[64], ss[64];
-    int st_r, st_s, try;
+    char ss[64];
+    int st_s, try;
 
     for (try = 1; try <= TRIES; try++) {
-        if (rp_run_pair(receiver, sender, NULL, 60.0, &st_r, &st_s) != 0) {
-            rp_verdict(NAME, RP_ERROR, "cannot fork");
-        }
-        rp_status_str(st_r, sr, sizeof(sr));
-        rp_status_str(st_s, ss, sizeof(ss));
-        if (WIFEXITED(st_s) && (WEXITSTATUS(st_s) == RP_SKIP)) {
-            rp_verdict(NAME, RP_SKIP, "tcp is not usable here");
-        }
-        if (!WIFSIGNALED(st_r) || (WTERMSIG(st_r) != SIGKILL)) {
-            rp_verdict(NAME, RP_ERROR, "the receiver did not die as planned "
-                       "(%s; sender %s)", sr, ss);
-        }
+        st_s = rp_receiver_killed(NAME, receiver, sender, ss, sizeof(ss));
         if ((st_s == -1) || WIFSIGNALED(st_s)) {
             rp_verdict(NAME, RP_PRESENT, "try %d: the sender of zero-copy "
                        "messages half out when their receiver was killed "
