@@ -4,7 +4,11 @@
 
 As the README and docs/python-and-engines.md recommend: memory from
 alloc_mem (on one host UCX reaches it through shared memory), one
-transfer_async per request, the engine's progress thread (the default),
+transfer_async per request, for the paged KV cache (the kv and pipe jobs)
+transfers by block table (both sides' block layouts prepared once per job
+shape with prepare_blocks, untimed, as NIXL's lists are with
+prep_xfer_dlist; a request is transfer_blocks_async with two numpy id
+arrays), the engine's progress thread (the default),
 layer-granular flush (flush_layer / wait_layer) for the layer pipeline, a
 transfer's own notify for "all of my bytes are there", and the blocking
 waits (wait_transfers, wait_notifies), which sleep in the library.  Over
@@ -34,6 +38,7 @@ class Engine:
         self.arena = addr.numpy(np.uint8, (arena_bytes,))
         self.remote = None
         self.notes = []
+        self.blocks = []
 
     def info(self):
         return {"name": self.h.engine_name(), "base": self.base}
@@ -47,12 +52,31 @@ class Engine:
 
     # ---- initiator --------------------------------------------------------
 
-    def prepare(self, local, remote, lens):
-        return (local, remote, lens)
+    def _layout(self, addrs, bsize, remote):
+        """prepare_blocks for blocks of bsize at addrs: by stride when
+        they are back to back, else by offsets from the lowest."""
+        base = int(addrs.min())
+        offs = addrs - base
+        regular = bool((offs == np.arange(addrs.size, dtype=np.int64)
+                        * bsize).all())
+        _, blocks = self.h.prepare_blocks(
+            base, bsize, int(addrs.size),
+            offsets=None if regular else offs.astype(np.uint64),
+            remote_engine=self.remote if remote else None)
+        self.blocks.append(blocks)
+        return blocks
+
+    def prepare(self, local, remote, lens, kind=None):
+        if kind in ("kv", "pipe"):
+            bsize = int(lens[0])
+            assert (lens == bsize).all()
+            return ("blocks", self._layout(local, bsize, False),
+                    self._layout(remote, bsize, True))
+        return ("descs", local, remote, lens)
 
     @staticmethod
     def _descs(plan, lidx, ridx):
-        local, remote, lens = plan
+        _, local, remote, lens = plan
         return list(zip(local[lidx].tolist(), remote[ridx].tolist(),
                         lens[lidx].tolist()))
 
@@ -60,9 +84,13 @@ class Engine:
         args = None
         if notify is not None:
             args = hixl.TransferArgs(notify=hixl.NotifyDesc("vs", notify))
-        _, req = self.h.transfer_async(
-            self.remote, hixl.READ if op == "READ" else hixl.WRITE,
-            self._descs(plan, lidx, ridx), args)
+        top = hixl.READ if op == "READ" else hixl.WRITE
+        if plan[0] == "blocks":
+            _, req = self.h.transfer_blocks_async(
+                self.remote, top, plan[1], lidx, plan[2], ridx, args)
+        else:
+            _, req = self.h.transfer_async(
+                self.remote, top, self._descs(plan, lidx, ridx), args)
         return req
 
     def post_layer(self, plan, lidx, ridx, layer, gen):
@@ -80,7 +108,7 @@ class Engine:
                     i, st.name, hixl.last_error()))
 
     def sync(self, op, plan, i):
-        local, remote, lens = plan
+        _, local, remote, lens = plan
         self.h.transfer_sync(self.remote,
                              hixl.READ if op == "READ" else hixl.WRITE,
                              [(int(local[i]), int(remote[i]), int(lens[i]))],
@@ -107,6 +135,8 @@ class Engine:
         return times
 
     def close(self):
+        for b in self.blocks:
+            b.release()
         if self.remote:
             self.h.disconnect(self.remote, OP_MS)
         del self.arena

@@ -58,7 +58,7 @@ class Engine:
 
     # ---- initiator --------------------------------------------------------
 
-    def prepare(self, local, remote, lens):
+    def prepare(self, local, remote, lens, kind=None):
         return (local, remote, lens)
 
     def post(self, op, plan, lidx, ridx, notify=None):

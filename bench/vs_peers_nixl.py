@@ -56,7 +56,7 @@ class Engine:
 
     # ---- initiator --------------------------------------------------------
 
-    def prepare(self, local, remote, lens):
+    def prepare(self, local, remote, lens, kind=None):
         zeros = np.zeros(len(lens), dtype=np.int64)
         lh = self.agent.prep_xfer_dlist(
             "NIXL_INIT_AGENT", np.stack([local, lens, zeros], axis=1), "DRAM")

@@ -156,7 +156,7 @@ class Worker:
                 pool = job.remote_slots(self.index)
             remote = self.peer_base + pool
             lens = np.full(job.n, job.bsize, dtype=np.int64)
-            self.plans[key] = self.eng.prepare(local, remote, lens)
+            self.plans[key] = self.eng.prepare(local, remote, lens, job.kind)
         return self.plans[key]
 
     def remote_index(self, job):

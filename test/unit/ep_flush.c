@@ -133,9 +133,9 @@ START_TEST(test_idle_skips_the_flush)
     ck_assert_int_eq(idle_asked, 2);
     ck_assert_uint_eq(atomic_load(&ep_flush->refs), 1);   /* the owner's */
 
-    /* not idle: a real flush, and a waiter added meanwhile waits for the
-     * next one even if the endpoint looks idle by then (the flush out may
-     * predate its operations) */
+    /* not idle: a real flush; a waiter added meanwhile while the endpoint
+     * is idle (nothing posted since that flush went out, or all of it
+     * done) joins the flush out, which covers its operations */
     idle_says = 0;
     ck_assert_int_eq(hixl_ep_flush_add(ep_flush, &c[2].w, 1), 0);
     ck_assert_int_eq(flushes_posted, 1);
@@ -144,15 +144,75 @@ START_TEST(test_idle_skips_the_flush)
     ck_assert_int_eq(atomic_load(&c[3].calls), 0);
     complete_one(ep_flush, UCS_OK);
     ck_assert_int_eq(atomic_load(&c[2].calls), 1);
-    ck_assert_int_eq(atomic_load(&c[3].calls), 0);
-    /* idle: done here */
-    ck_assert_int_eq(hixl_ep_flush_progress(ep_flush), 1);
     ck_assert_int_eq(atomic_load(&c[3].calls), 1);
     ck_assert_int_eq(c[3].status, UCS_OK);
+    ck_assert_int_eq(atomic_load(&wanted), 0);   /* nothing left waiting */
+    ck_assert_int_eq(hixl_ep_flush_progress(ep_flush), 0);
     ck_assert_int_eq(flushes_posted, 1);
     hixl_ep_flush_close(ep_flush, UCS_ERR_CANCELED);
     ck_assert_int_eq(atomic_load(&c[1].calls) + atomic_load(&c[2].calls) +
                      atomic_load(&c[3].calls), 3);
+}
+END_TEST
+
+/* A waiter joins the flush out only while the endpoint is idle when it is
+ * added: one added while it was not waits for the next flush even if the
+ * endpoint is idle by the time the flush out completes; joiners are called
+ * back after the group they join, in the order they came. */
+static int order_log[8];
+static int order_n;
+
+typedef struct {
+    hixl_ep_flush_waiter_t w;
+    int                    id;
+} ordered_t;
+
+static void ordered_cb(hixl_ep_flush_waiter_t *w, ucs_status_t status)
+{
+    ck_assert_int_eq(status, UCS_OK);
+    ck_assert_int_lt(order_n, 8);
+    order_log[order_n++] = ((ordered_t*)w)->id;
+}
+
+START_TEST(test_idle_joins_the_flush_out)
+{
+    hixl_ep_flush_t *ep_flush = new_ep_flush(FLUSH_PENDING);
+    ordered_t o[5];
+    int i;
+
+    for (i = 0; i < 5; ++i) {
+        o[i].w.cb = ordered_cb;
+        o[i].id   = i;
+    }
+    order_n        = 0;
+    ep_flush->idle = fake_idle;
+    idle_says      = 0;
+    ck_assert_int_eq(hixl_ep_flush_add(ep_flush, &o[0].w, 0), 0);  /* #1 */
+    idle_says = 1;
+    ck_assert_int_eq(hixl_ep_flush_add(ep_flush, &o[1].w, 1), 0);  /* joins */
+    idle_says = 0;
+    ck_assert_int_eq(hixl_ep_flush_add(ep_flush, &o[2].w, 0), 0);  /* waits */
+    idle_says = 1;
+    /* joins #1 too: what came between it and o2 is o2's business */
+    ck_assert_int_eq(hixl_ep_flush_add(ep_flush, &o[3].w, 0), 0);
+    ck_assert_int_eq(flushes_posted, 1);
+    ck_assert_int_eq(order_n, 0);
+    complete_one(ep_flush, UCS_OK);
+    ck_assert_int_eq(order_n, 3);
+    ck_assert_int_eq(order_log[0], 0);
+    ck_assert_int_eq(order_log[1], 1);
+    ck_assert_int_eq(order_log[2], 3);
+    /* o2 is owed a flush after it (the endpoint is idle now: none posted) */
+    ck_assert_int_eq(atomic_load(&wanted), 1);
+    ck_assert_int_eq(hixl_ep_flush_progress(ep_flush), 1);
+    ck_assert_int_eq(order_n, 4);
+    ck_assert_int_eq(order_log[3], 2);
+    /* no flush out: an idle endpoint finishes a waiter at once */
+    ck_assert_int_eq(hixl_ep_flush_add(ep_flush, &o[4].w, 0), 0);
+    ck_assert_int_eq(order_n, 5);
+    ck_assert_int_eq(flushes_posted, 1);
+    hixl_ep_flush_close(ep_flush, UCS_ERR_CANCELED);
+    ck_assert_int_eq(order_n, 5);
 }
 END_TEST
 
@@ -354,6 +414,7 @@ static Suite *unit_ep_flush_suite(void)
     tcase_add_test(tc, test_inline_completion);
     tcase_add_test(tc, test_inline_error);
     tcase_add_test(tc, test_idle_skips_the_flush);
+    tcase_add_test(tc, test_idle_joins_the_flush_out);
     tcase_add_test(tc, test_group_commit);
     tcase_add_test(tc, test_due_flush_taken_by_add);
     tcase_add_test(tc, test_close_settles_everything_once);

@@ -144,7 +144,7 @@ int hixl_ep_flush_add(hixl_ep_flush_t *ep_flush, hixl_ep_flush_waiter_t *w,
                       int own_fast)
 {
     hixl_ep_flush_waiter_t *own = own_fast ? w : NULL;
-    int issue;
+    int issue, idle;
 
     hixl_assert((w != NULL) && (w->cb != NULL));
     w->next = NULL;
@@ -160,11 +160,28 @@ int hixl_ep_flush_add(hixl_ep_flush_t *ep_flush, hixl_ep_flush_waiter_t *w,
         atomic_store_explicit(&ep_flush->busy, 1, memory_order_relaxed);
         return hixl_ep_flush_issue(ep_flush, own);
     }
+    /* Nothing posted since the flush out was issued (or all of it done
+     * already): that flush covers w's operations.  Asked here, under the
+     * engine lock, before anything more can be posted; an answer that
+     * arrives meanwhile only makes it truer. */
+    idle = (ep_flush->idle != NULL) && ep_flush->idle(ep_flush);
     pthread_spin_lock(&ep_flush->lock);
     if (!atomic_load(&ep_flush->busy)) {
         ep_flush->group = w;   /* a callback cleared it just now */
         atomic_store(&ep_flush->busy, 1);
         issue = 1;
+    } else if (idle && (ep_flush->group != NULL)) {
+        /* the flush out has not completed (its completion detaches the
+         * group under this lock): w joins its group, last, so that a
+         * group is called back in the order its waiters came (a join
+         * is rare: walking the group is cheap enough) */
+        hixl_ep_flush_waiter_t *tail = ep_flush->group;
+
+        while (tail->next != NULL) {
+            tail = tail->next;
+        }
+        tail->next = w;
+        issue      = 0;
     } else {
         /* the flush in flight may predate w's operations: the next one */
         if (ep_flush->wait_tail != NULL) {

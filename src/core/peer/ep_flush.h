@@ -17,7 +17,11 @@
  *    its group;
  *  - a waiter added while one is in flight waits: the flush in flight may
  *    have been posted before the waiter's operations, so it does not cover
- *    them;
+ *    them; unless the idle test (below) says nothing was posted since that
+ *    flush was issued, or that all of it is done: then the flush in flight
+ *    covers them, and the waiter joins its group (a layer signal right
+ *    after its layer's transfer does not wait for a flush of the layers
+ *    posted after it);
  *  - when the flush in flight completes, its group is called back, and
  *    everyone who waited meanwhile becomes the next group under one new
  *    flush.
@@ -69,12 +73,14 @@ typedef ucs_status_ptr_t (*hixl_ep_flush_fn_t)(hixl_ep_flush_t *ep_flush,
                                                void            *ep);
 
 /*
- * Optional: whether a flush of ep now would complete at once without
- * error (nothing of the endpoint's is in flight).  Called where the flush
- * function would be, under the same rules; when it says so, the service
- * finishes the group without a flush and without the reference a flush
- * takes (a small transfer that completed inside its post paid a fifth of
- * its cost in those atomics).
+ * Optional: whether everything posted on ep since the last flush was
+ * issued is complete, so that a flush now, with none in flight, would
+ * complete at once without error.  Called where the flush function would
+ * be, under the same rules; when it says so, the service finishes the
+ * group without a flush and without the reference a flush takes (a small
+ * transfer that completed inside its post paid a fifth of its cost in
+ * those atomics), and a waiter added while a flush is in flight joins that
+ * flush's group, which covers all its operations.
  */
 typedef int (*hixl_ep_flush_idle_fn_t)(hixl_ep_flush_t *ep_flush);
 
@@ -126,7 +132,9 @@ ucs_status_ptr_t hixl_ep_flush_ucp_post(
     void *arg);
 
 /*
- * Have w called back once a flush posted after this call completes.
+ * Have w called back once a flush covering every operation posted before
+ * this call completes (one posted after it, or the one in flight when the
+ * idle test says nothing was posted since it was issued).
  * Returns 1 instead, without calling w->cb, when a flush covering w
  * completed successfully inside this call and own_fast is set: the caller
  * then finishes w's business itself (a transfer that completed inside its
