@@ -107,7 +107,7 @@ else
     echo "note: no pkg-config: its search is not tested"
 fi
 
-cp "$srcdir/py/py_venv_pair.py" "$tmp/"
+cp "$srcdir/py/py_venv_pair.py" "$srcdir/py/py_lines.py" "$tmp/"
 out=$("$py" "$tmp/py_venv_pair.py" api 2>&1)
 case $out in
     *'"ok": true'*) echo "PASS: buffers, data_ptr objects, argument checks, exceptions mode" ;;

@@ -34,6 +34,7 @@ except ImportError:   # pragma: no cover
     sys.exit(77)
 
 import hixl_ucx as hixl
+from py_lines import hear, say
 
 LAYERS, BLOCKS, BLOCK = 32, 512, 1024          # bytes per block
 PER_LAYER = 2 * BLOCKS                          # K and V
@@ -41,18 +42,6 @@ NUM = LAYERS * PER_LAYER                        # 32,768 blocks
 CACHE = NUM * BLOCK
 STREAM = 3
 OP_MS = 60000
-
-
-def say(obj):
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
-
-
-def hear():
-    line = sys.stdin.readline()
-    if not line:
-        raise SystemExit("the orchestrator went away")
-    return json.loads(line)
 
 
 def block_values(gen, layer, kv, j):

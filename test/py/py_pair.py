@@ -28,6 +28,7 @@ import sys
 import time
 
 import hixl_ucx as hixl
+from py_lines import hear, say
 
 LAYERS = 8
 HALF = 128 * 1024 + 24            # K (or V) of one layer
@@ -57,18 +58,6 @@ def first_diff(got, want):
         if a != b:
             return i
     return min(len(got), len(want))
-
-
-def say(obj):
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
-
-
-def hear():
-    line = sys.stdin.readline()
-    if not line:
-        raise SystemExit("the orchestrator went away")
-    return json.loads(line)
 
 
 class Checks:

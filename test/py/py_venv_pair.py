@@ -27,6 +27,7 @@ import time
 import numpy as np
 
 import hixl_ucx as hixl
+from py_lines import hear, say
 
 ROWS, COLS = 64, 1024             # float16: 128 KiB
 BLOCK = 256 * 1024 + 7
@@ -41,18 +42,6 @@ def kv_pattern():
 
 def block_pattern():
     return bytearray((i * 131 + 7) & 0xff for i in range(BLOCK))
-
-
-def say(obj):
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
-
-
-def hear():
-    line = sys.stdin.readline()
-    if not line:
-        raise SystemExit("the orchestrator went away")
-    return json.loads(line)
 
 
 def expect_raises(errors, exc, words, fn, *args, **kw):
