@@ -18,7 +18,8 @@ hixl_status_t hixl_mem_table_insert(hixl_mem_table_t *t, uint16_t serial,
     hixl_status_t status;
     size_t i;
 
-    for (i = 0; (i < t->nslots) && (t->slots[i].region != NULL); ++i) {
+    for (i = t->first_free; (i < t->nslots) && (t->slots[i].region != NULL);
+         ++i) {
     }
     if (hixl_array_reserve(&t->slots, &t->nslots, i + 1, sizeof(*t->slots),
                            16) != 0) {
@@ -31,6 +32,7 @@ hixl_status_t hixl_mem_table_insert(hixl_mem_table_t *t, uint16_t serial,
     }
     t->slots[i].gen    = hixl_gen_next(t->slots[i].gen);
     t->slots[i].region = region;
+    t->first_free      = i + 1;
     region->handle     = hixl_handle_make(serial, t->slots[i].gen,
                                           (uint32_t)i);
     t->count++;
@@ -70,6 +72,9 @@ void hixl_mem_table_remove(hixl_mem_table_t *t, hixl_region_t *region)
         hixl_assert(t->count >= 1);   /* the region was counted */
         t->slots[i].region = NULL;
         t->count--;
+        if (i < t->first_free) {
+            t->first_free = i;
+        }
     }
 }
 

@@ -40,6 +40,8 @@ typedef struct hixl_mem_table {
     hixl_mem_slot_t   *slots;   /* handle index -> region */
     size_t             nslots;
     size_t             count;
+    size_t             first_free;   /* no free slot below it: the lowest
+                                        free one is found from here */
 } hixl_mem_table_t;
 
 /* Assign a handle to region and index it.  RESOURCE_EXHAUSTED on OOM. */
