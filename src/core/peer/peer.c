@@ -9,11 +9,13 @@
 #include "util/debug.h"
 #include "util/log.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 hixl_status_t hixl_peer_hooks_add(hixl_engine_t *engine,
                                   const hixl_peer_hooks_t *hooks)
@@ -335,6 +337,20 @@ hixl_status_t hixl_peer_lookup(hixl_engine_t *engine, const char *remote,
     return HIXL_SUCCESS;
 }
 
+/* Whether the peer's control connection has ended from its side (read
+ * end or reset), without consuming anything: its process is gone. */
+static int hixl_peer_conn_ended(const hixl_peer_t *peer)
+{
+    ssize_t n;
+    char c;
+
+    if (peer->conn.fd < 0) {
+        return 0;
+    }
+    n = recv(peer->conn.fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return (n == 0) || ((n < 0) && (errno == ECONNRESET));
+}
+
 /* periodic: close peers whose UCX endpoint reported an error */
 static void hixl_peers_reap_errors(hixl_engine_t *engine, uint64_t now_ns)
 {
@@ -347,10 +363,11 @@ static void hixl_peers_reap_errors(hixl_engine_t *engine, uint64_t now_ns)
         if (err != UCS_OK) {
             hixl_log_warn("peer %s: UCX endpoint error: %s", peer->name,
                           ucs_status_string(err));
-            if (err == UCS_ERR_CONNECTION_RESET) {
+            if ((err == UCS_ERR_CONNECTION_RESET) ||
+                hixl_peer_conn_ended(peer)) {
+                /* UCX says "endpoint timeout" for a dead peer's tcp
+                 * connection too: its control socket tells */
                 hixl_peer_close_why(peer, HIXL_STATS_CLOSED_PEER_DEATH);
-            } else if (err == UCS_ERR_ENDPOINT_TIMEOUT) {
-                hixl_peer_close_why(peer, HIXL_STATS_CLOSED_PEER_TIMEOUT);
             }
             hixl_peer_close(engine, peer, HIXL_FAILED, "transport error "
                             "from UCX: %s", ucs_status_string(err));
