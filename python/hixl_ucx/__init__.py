@@ -83,6 +83,7 @@ from ._engine import Hixl
 from ._mem_export import RemoteMemory
 from ._errors import HixlError, HixlTimeoutError, last_error, strerror
 from ._lib import LibraryNotFoundError, load_library
+from ._metrics import HixlCollector
 from ._memory import (MemDesc, NotifyDesc, TransferArgs, TransferOpDesc,
                       buffer_address)
 from ._status import GetTransferStatusArgs, TransferResult
@@ -106,7 +107,7 @@ __all__ = [
     "HixlError", "HixlTimeoutError", "WaitMode", "WAIT_ALL", "WAIT_ANY",
     "LibraryNotFoundError", "load_library", "buffer_address",
     "last_error", "strerror", "version", "library", "__version__",
-    "Allocation", "RemoteMemory",
+    "Allocation", "RemoteMemory", "HixlCollector",
 ]
 
 
