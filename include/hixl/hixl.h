@@ -758,7 +758,9 @@ typedef struct hixl_stats {
     /** transfers and their bytes by [op][path][outcome] */
     uint64_t transfers[HIXL_STATS_OPS][HIXL_STATS_PATHS][HIXL_STATS_OUTCOMES];
     uint64_t bytes[HIXL_STATS_OPS][HIXL_STATS_PATHS][HIXL_STATS_OUTCOMES];
-    /** post to completion of COMPLETED transfers, by op */
+    /** post to completion of COMPLETED transfers, by op: one transfer in
+     *  8 that a thread posts is timed (its first included; two clock
+     *  reads cost more than the rest of the counting) */
     hixl_stats_histogram_t latency[HIXL_STATS_OPS];
     /** prefill side: hixl_flush_layer to its signal sent (every byte before
      *  it landed) */

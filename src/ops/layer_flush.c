@@ -83,7 +83,7 @@ static void hixl_layer_send(void *arg)
     if (f->peer->state != HIXL_PEER_CLOSED) {
         if (hixl_ctrl_send(f->peer, &msg) == HIXL_SUCCESS) {
             hixl_metrics_layer_signal(f->engine->metrics,
-                                      hixl_metrics_now() - f->called_ns);
+                                      hixl_now_ns() - f->called_ns);
         } else {
             hixl_log_warn("layer signal to %s not sent: %s", f->peer->name,
                           hixl_error_message());
@@ -198,7 +198,7 @@ hixl_status_t hixl_flush_layer(hixl_engine_t *engine, const char *remote,
     f->layer   = layer;
     f->gen     = generation;
     f->dev_seq = hixl_dev_seq(engine);
-    f->called_ns = hixl_metrics_now();
+    f->called_ns = hixl_now_ns();   /* one per layer: always timed */
     atomic_fetch_add(&engine->progress.busy, 1);
     hixl_ep_flush_add(peer->ep_flush, &f->fw, 0);
     hixl_progress_kick(engine);   /* the flush needs progress */

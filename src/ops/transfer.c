@@ -393,7 +393,7 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
      * returns, engine->lock keeps the peer alive, and our own hold keeps
      * any completion from dropping those counts before we took them. */
     fast    = plan.rma_only && (notify == NULL);
-    post_ns = hixl_metrics_now();
+    post_ns = hixl_metrics_post_clock();
     if (fast) {
         /* The puts go out first, and the request (available, checked
          * above; we are its only taker) is filled in after them, off the

@@ -48,8 +48,10 @@ def main() -> int:
     moved = sum(n["completed"] for n in s["bytes"]["write"].values())
     assert done == WRITES, s["transfers"]
     assert moved == WRITES * LEN, s["bytes"]
-    assert s["latency"]["write"]["count"] == WRITES
-    assert s["latency"]["write"]["buckets"][-1] == (float("inf"), WRITES)
+    # one post in 8 of a thread is timed, its first included
+    timed = s["latency"]["write"]["count"]
+    assert 1 <= timed <= WRITES, timed
+    assert s["latency"]["write"]["buckets"][-1] == (float("inf"), timed)
     assert s["connections"]["connected"] == 1
     assert s["connections"]["open"] == 1
     assert s["region_bytes"] == WRITES * LEN
@@ -77,7 +79,7 @@ def main() -> int:
         got += v
     assert got == WRITES * LEN, got
     assert registry.get_sample_value(
-        "hixl_transfer_latency_seconds_count", {"op": "write"}) == WRITES
+        "hixl_transfer_latency_seconds_count", {"op": "write"}) == timed
     out = generate_latest(registry).decode()
     assert "hixl_connections_open 1.0" in out, out
     print("prometheus_client %s: %d writes, %d bytes" %

@@ -9,13 +9,12 @@
 #include "util/debug.h"
 #include "util/log.h"
 
-#include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 hixl_status_t hixl_peer_hooks_add(hixl_engine_t *engine,
                                   const hixl_peer_hooks_t *hooks)
@@ -337,18 +336,25 @@ hixl_status_t hixl_peer_lookup(hixl_engine_t *engine, const char *remote,
     return HIXL_SUCCESS;
 }
 
-/* Whether the peer's control connection has ended from its side (read
- * end or reset), without consuming anything: its process is gone. */
-static int hixl_peer_conn_ended(const hixl_peer_t *peer)
+/* How long a UCX endpoint error waits for the control connection's end,
+ * to tell a dead peer from a transport failure: a process's sockets close
+ * one after the other as it exits, UCX's may go first. */
+#define HIXL_PEER_DEATH_WAIT_MS 20
+
+/* Whether the peer's control connection has ended from its side (shut
+ * down or reset, unread bytes or not), waiting up to wait_ms for it:
+ * then its process is gone.  Reads nothing. */
+static int hixl_peer_conn_ended(const hixl_peer_t *peer, int wait_ms)
 {
-    ssize_t n;
-    char c;
+    struct pollfd pfd;
 
     if (peer->conn.fd < 0) {
         return 0;
     }
-    n = recv(peer->conn.fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    return (n == 0) || ((n < 0) && (errno == ECONNRESET));
+    pfd.fd     = peer->conn.fd;
+    pfd.events = POLLRDHUP;
+    return (poll(&pfd, 1, wait_ms) == 1) &&
+           (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
 /* periodic: close peers whose UCX endpoint reported an error */
@@ -364,7 +370,7 @@ static void hixl_peers_reap_errors(hixl_engine_t *engine, uint64_t now_ns)
             hixl_log_warn("peer %s: UCX endpoint error: %s", peer->name,
                           ucs_status_string(err));
             if ((err == UCS_ERR_CONNECTION_RESET) ||
-                hixl_peer_conn_ended(peer)) {
+                hixl_peer_conn_ended(peer, HIXL_PEER_DEATH_WAIT_MS)) {
                 /* UCX says "endpoint timeout" for a dead peer's tcp
                  * connection too: its control socket tells */
                 hixl_peer_close_why(peer, HIXL_STATS_CLOSED_PEER_DEATH);

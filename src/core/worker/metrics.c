@@ -20,14 +20,16 @@ const uint64_t hixl_metrics_le_ns[HIXL_STATS_BUCKETS] = {
 };
 
 __thread unsigned hixl_metrics_shard_of_thread;
+__thread unsigned hixl_metrics_posts_of_thread;
 
 unsigned hixl_metrics_shard_slow(void)
 {
     static atomic_uint next;
+    unsigned n = atomic_fetch_add(&next, 1);
 
-    /* 1-based, so that 0 means "not assigned yet" */
-    hixl_metrics_shard_of_thread = atomic_fetch_add(&next, 1) %
-                                   HIXL_METRICS_SHARDS + 1;
+    /* 1 + the index, so that 0 means "not assigned yet"; shards 1.. are
+     * owned, one thread each, until they run out; then shard 0, shared */
+    hixl_metrics_shard_of_thread = (n < HIXL_METRICS_SHARDS - 1) ? n + 2 : 1;
     return hixl_metrics_shard_of_thread;
 }
 

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The engine's counters (hixl_stats_t of <hixl/hixl.h>, docs/metrics.md):
- * always on, so they cost a relaxed atomic addition each and nothing else.
- * They are kept in shards, one cache line group per few threads, chosen by
- * a thread-local index, so that threads counting at once (the application's,
- * the progress thread, UCX callbacks) do not bounce one line between
- * cores; a read sums the shards.  Gauges (open connections, regions,
+ * always on, so they cost an addition each and nothing else.  They are kept
+ * in shards summed by a read.  The first HIXL_METRICS_SHARDS - 1 threads
+ * that count in the process each own a shard (the same index in every
+ * engine): only that thread writes it, with a relaxed load and store (no
+ * locked instruction), and no line bounces between cores; threads after
+ * them share shard 0 with relaxed atomic additions.  Latency needs two
+ * clock reads, which cost as much as the rest together: one transfer in
+ * HIXL_METRICS_TIME_EVERY that a thread posts is timed (its first one
+ * included), the others only counted.  Gauges (open connections, regions,
  * requests in flight) are not here: ops/metrics.c reads them from the
  * engine's own state when asked.
  *
@@ -30,7 +34,8 @@
 #define HIXL_METRICS 1
 #endif
 
-#define HIXL_METRICS_SHARDS 8
+#define HIXL_METRICS_SHARDS     32
+#define HIXL_METRICS_TIME_EVERY 8   /* a power of 2 */
 
 /* The plain counters, one slot each. */
 typedef enum hixl_mx_counter {
@@ -74,31 +79,67 @@ typedef struct hixl_metrics {
  * +Inf), 1 us to 10 s in 1-2.5-5 steps. */
 extern const uint64_t hixl_metrics_le_ns[HIXL_STATS_BUCKETS];
 
-/* This thread's shard (assigned on its first count). */
+/* This thread's shard, 1 + its index (0: not assigned yet; assigned on
+ * its first count); it owns it unless that is shard 0. */
 unsigned hixl_metrics_shard_slow(void);
 extern __thread unsigned hixl_metrics_shard_of_thread;
+extern __thread unsigned hixl_metrics_posts_of_thread;
 
-static inline hixl_mx_shard_t *hixl_metrics_shard(hixl_metrics_t *m)
+static inline unsigned hixl_metrics_shard_index(void)
 {
     unsigned s = hixl_metrics_shard_of_thread;
 
     if (__builtin_expect(s == 0, 0)) {
         s = hixl_metrics_shard_slow();
     }
-    return &m->shard[(s - 1) % HIXL_METRICS_SHARDS];
+    return s - 1;
 }
 
-#define HIXL_MX_ADD(field, n) \
-    atomic_fetch_add_explicit(&(field), (n), memory_order_relaxed)
+static inline hixl_mx_shard_t *hixl_metrics_shard(hixl_metrics_t *m)
+{
+    return &m->shard[hixl_metrics_shard_index()];
+}
 
-/* A clock for the latency histograms: 0 when metrics are compiled out. */
-static inline uint64_t hixl_metrics_now(void)
+/* Add n to a counter of this thread's shard. */
+static inline void hixl_mx_add(atomic_uint_fast64_t *c, uint64_t n)
+{
+    if (__builtin_expect(hixl_metrics_shard_of_thread > 1, 1)) {
+        /* the shard is this thread's alone: no locked instruction */
+        atomic_store_explicit(c, atomic_load_explicit(c,
+                              memory_order_relaxed) + n,
+                              memory_order_relaxed);
+    } else {
+        atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+    }
+}
+
+#define HIXL_MX_ADD(field, n) hixl_mx_add(&(field), (n))
+
+/* The clock for the latency histograms: now when this post is one a
+ * thread times (one in HIXL_METRICS_TIME_EVERY), else 0 (and always 0
+ * when metrics are compiled out). */
+static inline uint64_t hixl_metrics_post_clock(void)
 {
 #if HIXL_METRICS
-    return hixl_now_ns();
-#else
-    return 0;
+    if ((hixl_metrics_posts_of_thread++ & (HIXL_METRICS_TIME_EVERY - 1)) ==
+        0) {
+        return hixl_now_ns();
+    }
 #endif
+    return 0;
+}
+
+/* The clock for the end of what hixl_metrics_post_clock timed (started:
+ * what it returned). */
+static inline uint64_t hixl_metrics_end_clock(uint64_t started)
+{
+#if HIXL_METRICS
+    if (started != 0) {
+        return hixl_now_ns();
+    }
+#endif
+    (void)started;
+    return 0;
 }
 
 /* Allocate (zeroed) and free; NULL on OOM (the caller's set-up fails). */
@@ -111,14 +152,16 @@ static inline void hixl_metrics_count(hixl_metrics_t *m,
 {
 #if HIXL_METRICS
     if (m != NULL) {
-        HIXL_MX_ADD(hixl_metrics_shard(m)->counter[which], n);
+        hixl_mx_shard_t *s = hixl_metrics_shard(m);
+
+        HIXL_MX_ADD(s->counter[which], n);
     }
 #else
     (void)m; (void)which; (void)n;
 #endif
 }
 
-/* Record one value of a histogram (shard's). */
+/* Record one value of a histogram (of this thread's shard). */
 void hixl_metrics_observe(hixl_mx_hist_t *h, uint64_t ns);
 
 /* A transfer's outcome: for every path in the mask paths, one transfer and

@@ -302,7 +302,8 @@ static void hixl_req_account(hixl_request_t *req, unsigned outcome)
 {
     uint64_t latency = UINT64_MAX;
 
-    if ((outcome == HIXL_STATS_COMPLETED) && (req->done_ns >= req->post_ns)) {
+    if ((outcome == HIXL_STATS_COMPLETED) && (req->post_ns != 0) &&
+        (req->done_ns >= req->post_ns)) {
         latency = req->done_ns - req->post_ns;
     }
     hixl_metrics_transfer(req->engine->metrics, (unsigned)req->op, req->paths,

@@ -69,7 +69,7 @@ struct hixl_request {
     hixl_ep_flush_waiter_t flush;   /* in its endpoint's flush group */
     /* what the metrics count at its outcome (core/worker/metrics.h):
      * the paths its descriptors took (a mask of hixl_path_t), the bytes
-     * of each, when it was posted and when it ended */
+     * of each, when it was posted and when it ended (0: not timed) */
     unsigned             paths;
     uint64_t             path_bytes[HIXL_PATH_COUNT];
     uint64_t             post_ns;
@@ -158,11 +158,11 @@ void hixl_req_data_done(hixl_request_t *req);
  * (the flush's hold is dropped). */
 void hixl_req_flushed(hixl_ep_flush_waiter_t *waiter, ucs_status_t ustatus);
 
-/* It ended just now (its state goes DONE): note when, for the latency
- * histogram. */
+/* It ended just now (its state goes DONE): note when, if its latency is
+ * measured (core/worker/metrics.h). */
 static inline void hixl_req_mark_done(hixl_request_t *req)
 {
-    req->done_ns = hixl_metrics_now();
+    req->done_ns = hixl_metrics_end_clock(req->post_ns);
 }
 
 /* Report a finished request (COMPLETED or FAILED, the reason into the
