@@ -37,9 +37,8 @@ libmicrohttpd-dev"
 # decode (Debian's torch, CPU only; large, so only `test` installs it)
 if [ "$what" = test ]; then
     packages="$packages python3-torch"
-    # the metrics' Python collector, and a Prometheus server scraping an
-    # engine (test/it/it_prometheus.sh)
-    packages="$packages python3-prometheus-client prometheus"
+    # the metrics' Python collector (test/py/it_py_metrics.sh)
+    packages="$packages python3-prometheus-client"
 fi
 # bench/vs_perftest draws its plot with gnuplot (only that mode installs it)
 if [ "$what" = vs_perftest ]; then
