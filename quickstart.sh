@@ -31,14 +31,18 @@ esac
 
 # build and test: the library, its tests (Check), the Python package's
 # tests (an offline venv install moving numpy arrays), the installed-copy
-# test (CMake), the two-namespace test (iproute2)
+# test (CMake), the two-namespace test (iproute2), the metrics endpoint
+# (libmicrohttpd)
 packages="build-essential autoconf automake libtool pkg-config libucx-dev \
 ucx-utils check libsubunit-dev libssl-dev python3 python3-venv python3-pip \
-python3-setuptools python3-wheel python3-numpy cmake iproute2"
+python3-setuptools python3-wheel python3-numpy cmake iproute2 \
+libmicrohttpd-dev"
 # the tests run bench/pd_torch.py, a small PyTorch model's prefill ->
 # decode (Debian's torch, CPU only; large, so only `test` installs it)
 if [ "$what" = test ]; then
     packages="$packages python3-torch"
+    # the metrics' Python collector (test/py/it_py_metrics.sh)
+    packages="$packages python3-prometheus-client"
 fi
 # bench/vs_perftest and bench/vs_peers draw their plots with gnuplot (only
 # those modes install it)

@@ -705,6 +705,160 @@ HIXL_API hixl_status_t hixl_get_event_fd(hixl_engine_t *engine, int *fd_p);
  *  what progresses the engine between sleeps. */
 HIXL_API hixl_status_t hixl_arm(hixl_engine_t *engine, int *armed_p);
 
+/* ---- Metrics ------------------------------------------------------------ */
+
+/*
+ * What an engine counts while it runs, always on and cheap (a few relaxed
+ * atomic additions per transfer, on counters kept per thread and summed
+ * when read): transfers and bytes by operation, data path and outcome,
+ * latency histograms, connections by how they began and ended, notifies,
+ * registered memory, requests in flight, progress wake-ups.  Read them as
+ * a struct (hixl_get_stats), as Prometheus text (hixl_metrics_text), or
+ * over HTTP from an engine started with hixl.MetricsListen=HOST:PORT
+ * (/metrics and /healthz).  docs/metrics.md lists every figure and what a
+ * rising one tells an operator.
+ *
+ * Counters only grow for the engine's life; gauges (open connections,
+ * regions, requests in flight) are read when asked.  A transfer is counted
+ * once, when its outcome is known to the application: COMPLETED or FAILED
+ * when a status call reports it, TIMEOUT when one reports that; a transfer
+ * whose descriptors went by several paths counts once on each, with that
+ * path's bytes.
+ */
+
+#define HIXL_STATS_VERSION  1
+#define HIXL_STATS_OPS      2   /**< indexed by hixl_transfer_op_t */
+#define HIXL_STATS_PATHS    6   /**< indexed by hixl_stats_path_t */
+#define HIXL_STATS_OUTCOMES 3   /**< indexed by hixl_stats_outcome_t */
+#define HIXL_STATS_BUCKETS  23  /**< histogram buckets, +Inf last */
+
+/** The ways a transfer's bytes move (docs/contributing.md, "Add a data
+ *  path"): UCX puts and gets, the library's messages, same-host kernel
+ *  copies, memcpy into memory UCX maps, device copies, host staging. */
+typedef enum hixl_stats_path {
+    HIXL_STATS_PATH_RMA     = 0,
+    HIXL_STATS_PATH_AM      = 1,
+    HIXL_STATS_PATH_CMA     = 2,
+    HIXL_STATS_PATH_MAP     = 3,
+    HIXL_STATS_PATH_IPC     = 4,
+    HIXL_STATS_PATH_STAGING = 5
+} hixl_stats_path_t;
+
+/** How a transfer ended, as the application was told. */
+typedef enum hixl_stats_outcome {
+    HIXL_STATS_COMPLETED = 0,
+    HIXL_STATS_FAILED    = 1,
+    HIXL_STATS_TIMEOUT   = 2
+} hixl_stats_outcome_t;
+
+/** Why a listener refused a connection in its handshake. */
+typedef enum hixl_stats_refused {
+    HIXL_STATS_REFUSED_AUTHENTICATION = 0,   /**< no or wrong hixl.Secret */
+    HIXL_STATS_REFUSED_VERSION        = 1,   /**< another protocol version */
+    HIXL_STATS_REFUSED_DUPLICATE_NAME = 2,   /**< name held by a live peer */
+    HIXL_STATS_REFUSED_ADMISSION      = 3,   /**< peer table full, or a
+                                                  layer refused it */
+    HIXL_STATS_REFUSED_INVALID        = 4,   /**< bad name or message */
+    HIXL_STATS_REFUSED_COUNT          = 5
+} hixl_stats_refused_t;
+
+/** Why a listener dropped a connection before its handshake completed. */
+typedef enum hixl_stats_evicted {
+    HIXL_STATS_EVICTED_FULL    = 0,   /**< too many handshakes at once: the
+                                           oldest made room */
+    HIXL_STATS_EVICTED_TIMEOUT = 1,   /**< none within
+                                           hixl.HandshakeTimeoutMs */
+    HIXL_STATS_EVICTED_COUNT   = 2
+} hixl_stats_evicted_t;
+
+/** Why an established connection (either direction) closed. */
+typedef enum hixl_stats_closed {
+    HIXL_STATS_CLOSED_DISCONNECT   = 0,   /**< either side ended it and
+                                               said so (hixl_disconnect,
+                                               finalize) */
+    HIXL_STATS_CLOSED_PEER_TIMEOUT = 1,   /**< silent for
+                                               hixl.PeerTimeoutMs */
+    HIXL_STATS_CLOSED_PEER_DEATH   = 2,   /**< its process ended without a
+                                               word (socket closed or reset) */
+    HIXL_STATS_CLOSED_ERROR        = 3,   /**< a transport or protocol
+                                               error */
+    HIXL_STATS_CLOSED_COUNT        = 4
+} hixl_stats_closed_t;
+
+/** Why a received notify was not queued. */
+typedef enum hixl_stats_dropped {
+    HIXL_STATS_DROPPED_QUEUE_FULL = 0,   /**< hixl.NotifyQueueDepth */
+    HIXL_STATS_DROPPED_TOO_LARGE  = 1,   /**< hixl.MaxNotifySize */
+    HIXL_STATS_DROPPED_COUNT      = 2
+} hixl_stats_dropped_t;
+
+/** A latency histogram.  bucket[i] counts the values in (le_ns[i-1],
+ *  le_ns[i]] (not cumulative); le_ns[HIXL_STATS_BUCKETS - 1] is
+ *  UINT64_MAX, the +Inf bucket. */
+typedef struct hixl_stats_histogram {
+    uint64_t count;
+    uint64_t sum_ns;
+    uint64_t bucket[HIXL_STATS_BUCKETS];
+    uint64_t le_ns[HIXL_STATS_BUCKETS];
+} hixl_stats_histogram_t;
+
+/** An engine's figures.  The caller sets size to sizeof(hixl_stats_t) as
+ *  its header declares it; the library fills that many bytes at most (a
+ *  newer library than the caller's header adds fields only at the end),
+ *  and sets size to what it filled. */
+typedef struct hixl_stats {
+    size_t   size;        /**< in: the caller's sizeof; out: bytes filled */
+    uint32_t version;     /**< out: HIXL_STATS_VERSION */
+    uint32_t reserved;
+    uint64_t uptime_ns;   /**< since hixl_initialize */
+    /** transfers and their bytes by [op][path][outcome] */
+    uint64_t transfers[HIXL_STATS_OPS][HIXL_STATS_PATHS][HIXL_STATS_OUTCOMES];
+    uint64_t bytes[HIXL_STATS_OPS][HIXL_STATS_PATHS][HIXL_STATS_OUTCOMES];
+    /** post to completion of COMPLETED transfers, by op: one transfer in
+     *  8 that a thread posts is timed (its first included; two clock
+     *  reads cost more than the rest of the counting) */
+    hixl_stats_histogram_t latency[HIXL_STATS_OPS];
+    /** prefill side: hixl_flush_layer to its signal sent (every byte before
+     *  it landed) */
+    hixl_stats_histogram_t layer_signal;
+    uint64_t layer_signals_sent;
+    uint64_t layer_signals_received;
+    uint64_t conn_open;            /**< gauge: established now */
+    uint64_t conn_connected;       /**< outgoing handshakes completed */
+    uint64_t conn_connect_failed;  /**< outgoing ones that did not */
+    uint64_t conn_accepted;        /**< incoming handshakes completed */
+    uint64_t conn_refused[HIXL_STATS_REFUSED_COUNT];
+    uint64_t conn_evicted[HIXL_STATS_EVICTED_COUNT];
+    uint64_t conn_closed[HIXL_STATS_CLOSED_COUNT];
+    uint64_t notifies_sent;
+    uint64_t notifies_received;    /**< queued here */
+    uint64_t notifies_dropped[HIXL_STATS_DROPPED_COUNT];
+    uint64_t regions;              /**< gauge: registered regions */
+    uint64_t region_bytes;         /**< gauge: their bytes */
+    uint64_t requests_in_flight;   /**< gauge: posted, not yet ended */
+    uint64_t progress_wakeups;     /**< the progress thread's sleeps ended */
+} hixl_stats_t;
+
+/** Read the engine's figures into *stats (set stats->size first).
+ *  PARAM_INVALID for a NULL argument or a size smaller than the fields up
+ *  to and including uptime_ns. */
+HIXL_API hixl_status_t hixl_get_stats(hixl_engine_t *engine,
+                                      hixl_stats_t *stats);
+
+/** Write the engine's figures in Prometheus's text exposition format
+ *  (version 0.0.4) into buf, at most len bytes with the terminating NUL
+ *  (nothing when buf is NULL or len 0), like snprintf.  Returns the length
+ *  the whole text needs, without the NUL: call again with a larger buffer
+ *  when it is not below len.  0 with the last error set for a NULL
+ *  engine. */
+HIXL_API size_t hixl_metrics_text(hixl_engine_t *engine, char *buf,
+                                  size_t len);
+
+/** Where the engine serves its metrics over HTTP (hixl.MetricsListen), as
+ *  "host:port" with the port it bound (the one it took for port 0); "" when
+ *  it serves none.  Valid while the engine lives. */
+HIXL_API const char *hixl_metrics_address(const hixl_engine_t *engine);
+
 /* ---- Diagnostics -------------------------------------------------------- */
 
 /** Name of a status ("HIXL_TIMEOUT"); "HIXL_UNKNOWN_STATUS" for others. */

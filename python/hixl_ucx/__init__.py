@@ -84,6 +84,7 @@ from ._engine import Hixl
 from ._mem_export import RemoteMemory
 from ._errors import HixlError, HixlTimeoutError, last_error, strerror
 from ._lib import LibraryNotFoundError, load_library
+from ._metrics import HixlCollector
 from ._memory import (MemDesc, NotifyDesc, TransferArgs, TransferOpDesc,
                       buffer_address)
 from ._status import GetTransferStatusArgs, TransferResult
@@ -107,7 +108,7 @@ __all__ = [
     "HixlError", "HixlTimeoutError", "WaitMode", "WAIT_ALL", "WAIT_ANY",
     "LibraryNotFoundError", "load_library", "buffer_address",
     "last_error", "strerror", "version", "library", "__version__",
-    "Allocation", "RemoteMemory", "Blocks",
+    "Allocation", "RemoteMemory", "Blocks", "HixlCollector",
 ]
 
 

@@ -19,6 +19,7 @@ from ._mem_export import RemoteMemory, export_mem
 from ._memory import MemDesc, NotifyDesc, TransferArgs, TransferOpDesc
 from ._status import GetTransferStatusArgs, TransferResult
 from ._aio import AioMixin
+from ._metrics import MetricsMixin
 from ._wait import WaitMixin
 
 _VP = ctypes.c_void_p
@@ -104,7 +105,7 @@ class _Gate:
                 self._cond.wait()
 
 
-class Hixl(WaitMixin, AioMixin):
+class Hixl(WaitMixin, AioMixin, MetricsMixin):
     """One hixl engine (hixl::Hixl).
 
     Methods return hixl's statuses, as hixl's Python binding does

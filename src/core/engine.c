@@ -274,6 +274,11 @@ hixl_status_t hixl_engine_create(const char *local_engine,
     engine->progress.worker_efd    = -1;
     engine->progress.worker_efd_in = -1;
     engine->serial              = hixl_engine_next_serial();
+    engine->metrics             = hixl_metrics_create();
+    if (engine->metrics == NULL) {
+        free(engine);
+        return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
+    }
     hixl_engine_host_id(engine);
     pthread_mutex_init(&engine->lock, NULL);
     hixl_cond_init_monotonic(&engine->cond);
@@ -432,6 +437,7 @@ void hixl_engine_close_peers(hixl_engine_t *engine)
     hixl_peer_t *peer;
 
     while ((peer = engine->peers.head) != NULL) {
+        hixl_peer_close_why(peer, HIXL_STATS_CLOSED_DISCONNECT);
         hixl_peer_close(engine, peer, HIXL_FAILED, "engine %s is finalizing",
                         engine->name.canon);
     }
@@ -499,5 +505,6 @@ void hixl_engine_free(hixl_engine_t *engine)
     }
     pthread_mutex_destroy(&engine->lock);
     pthread_cond_destroy(&engine->cond);
+    hixl_metrics_free(engine->metrics);
     free(engine);
 }

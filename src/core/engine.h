@@ -34,6 +34,7 @@
 #include "core/peer/inbound.h"
 #include "core/peer/ep_close.h"
 #include "core/worker/events.h"
+#include "core/worker/metrics.h"
 #include "util/engine_name.h"
 #include "util/options.h"
 
@@ -83,6 +84,7 @@ struct hixl_engine {
     struct hixl_am_pool *am;          /* core/am/am.c */
     struct hixl_am_data *am_data;     /* core/xfer/am_data.c */
     atomic_uint        cancelled;     /* transfers settled at peer close */
+    hixl_metrics_t    *metrics;       /* counters (core/worker/metrics.h) */
 
     /* injected by device/: drop a remote device key's reference */
     hixl_remote_dev_put_fn_t remote_dev_put;
@@ -99,6 +101,7 @@ struct hixl_engine {
     struct hixl_layers    *layers;    /* ops/layer_wait.c */
     struct hixl_async     *async;     /* ops/connect_async.c */
     struct hixl_blocks    *blocks;    /* ops/blocks.c: prepared layouts */
+    struct hixl_metrics_http *metrics_http;   /* ops/metrics_http.c */
 };
 
 /*

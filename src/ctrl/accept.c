@@ -65,6 +65,8 @@ static void hixl_accept_make_room(hixl_engine_t *engine)
     if ((n >= HIXL_MAX_HANDSHAKES) && (victim != NULL)) {
         hixl_log_info("%u connections in their handshake: closing the "
                       "oldest to take a new one", n);
+        hixl_metrics_count(engine->metrics, HIXL_MX_EVICTED +
+                           HIXL_STATS_EVICTED_FULL, 1);
         hixl_peer_close(engine, victim, HIXL_RESOURCE_EXHAUSTED, "evicted: "
                         "%d connections were in their handshake and this one "
                         "was the oldest", HIXL_MAX_HANDSHAKES);
@@ -93,6 +95,8 @@ static void hixl_accept_event(hixl_engine_t *engine, uint64_t key,
         if (engine->peers.count >= HIXL_MAX_PEERS) {
             hixl_log_warn("refusing a connection: %d peers already",
                           HIXL_MAX_PEERS);
+            hixl_metrics_count(engine->metrics, HIXL_MX_REFUSED +
+                               HIXL_STATS_REFUSED_ADMISSION, 1);
             close(fd);
             continue;
         }
@@ -124,12 +128,15 @@ static int hixl_conn_alive(hixl_peer_t *peer)
     return (n > 0) || ((n < 0) && ((errno == EAGAIN) || (errno == EWOULDBLOCK)));
 }
 
+/* Refuse a connector, telling it why, and count it under why. */
 static int hixl_refuse_hello(hixl_engine_t *engine, hixl_peer_t *peer,
-                             hixl_status_t status, const char *reason)
+                             hixl_stats_refused_t why, hixl_status_t status,
+                             const char *reason)
 {
     hixl_msg_t ack;
 
     hixl_log_info("refusing a connection: %s", reason);
+    hixl_metrics_count(engine->metrics, HIXL_MX_REFUSED + why, 1);
     memset(&ack, 0, sizeof(ack));
     ack.type               = CTRL_HELLO_ACK;
     ack.u.hello_ack.status = (uint32_t)status;
@@ -243,9 +250,13 @@ static int hixl_handshake_replace(hixl_engine_t *engine, hixl_peer_t *peer,
                  engine->opts.peer_timeout_ms, client_only ?
                  ". Client-only engines of one host get names of their own "
                  "by listening (\"ip:0\", hixl.ListenEphemeral=1)" : "");
-        return hixl_refuse_hello(engine, peer, HIXL_FAILED, reason);
+        return hixl_refuse_hello(engine, peer,
+                                 HIXL_STATS_REFUSED_DUPLICATE_NAME,
+                                 HIXL_FAILED, reason);
     }
     *instance_p = same ? old->remote_instance : 0;
+    hixl_peer_close_why(old, same ? HIXL_STATS_CLOSED_DISCONNECT :
+                                    HIXL_STATS_CLOSED_PEER_DEATH);
     hixl_peer_close(engine, old, HIXL_FAILED, "replaced by a new connection "
                     "from %s", same ? "the same engine" :
                     "an engine of the same name");
@@ -274,8 +285,8 @@ static int hixl_handshake_accept(hixl_engine_t *engine, hixl_peer_t *peer)
                             ++engine->ctrl->next_instance;
     if (hixl_peer_set_ready(engine, peer) != HIXL_SUCCESS) {
         snprintf(reason, sizeof(reason), "%s", hixl_error_message());
-        return hixl_refuse_hello(engine, peer, HIXL_RESOURCE_EXHAUSTED,
-                                 reason);
+        return hixl_refuse_hello(engine, peer, HIXL_STATS_REFUSED_ADMISSION,
+                                 HIXL_RESOURCE_EXHAUSTED, reason);
     }
     handshake->app_owned = 1;
     hixl_ended_forget(&engine->ctrl->ended, peer->name, 0);
@@ -314,7 +325,8 @@ static int hixl_on_hello(hixl_engine_t *engine, hixl_peer_t *peer,
         (hixl_name_parse(text, &name) != HIXL_SUCCESS)) {
         snprintf(reason, sizeof(reason), "bad engine name in HELLO: %s",
                  hixl_error_message());
-        return hixl_refuse_hello(engine, peer, HIXL_PARAM_INVALID, reason);
+        return hixl_refuse_hello(engine, peer, HIXL_STATS_REFUSED_INVALID,
+                                 HIXL_PARAM_INVALID, reason);
     }
     snprintf(handshake->claimed, sizeof(handshake->claimed), "%s", name.canon);
     handshake->claimed_has_resume =
@@ -332,7 +344,9 @@ static int hixl_on_hello(hixl_engine_t *engine, hixl_peer_t *peer,
 
     /* Nothing that grants access leaves before the peer proves the secret */
     if (msg->u.hello.nonce.len != HIXL_AUTH_NONCE_LEN) {
-        return hixl_refuse_hello(engine, peer, HIXL_FAILED, "authentication "
+        return hixl_refuse_hello(engine, peer,
+                                 HIXL_STATS_REFUSED_AUTHENTICATION,
+                                 HIXL_FAILED, "authentication "
                                  "required: this engine has hixl.Secret set "
                                  "and the connecting engine has not");
     }
@@ -340,7 +354,8 @@ static int hixl_on_hello(hixl_engine_t *engine, hixl_peer_t *peer,
            HIXL_AUTH_NONCE_LEN);
     if (hixl_auth_nonce(handshake->nonce_local) != HIXL_SUCCESS) {
         snprintf(reason, sizeof(reason), "%s", hixl_error_message());
-        return hixl_refuse_hello(engine, peer, HIXL_FAILED, reason);
+        return hixl_refuse_hello(engine, peer, HIXL_STATS_REFUSED_ADMISSION,
+                                 HIXL_FAILED, reason);
     }
     hixl_ctrl_send_auth(peer, CTRL_AUTH_CHALLENGE, handshake->nonce_local,
                         HIXL_AUTH_NONCE_LEN, HIXL_AUTH_CHALLENGED);
@@ -364,7 +379,9 @@ static int hixl_on_auth_response(hixl_engine_t *engine, hixl_peer_t *peer,
         !hixl_auth_mac_ok(msg->u.auth.data.ptr, msg->u.auth.data.len, mac)) {
         hixl_log_warn("%s failed to authenticate (wrong hixl.Secret)",
                       handshake->claimed);
-        return hixl_refuse_hello(engine, peer, HIXL_FAILED, "authentication "
+        return hixl_refuse_hello(engine, peer,
+                                 HIXL_STATS_REFUSED_AUTHENTICATION,
+                                 HIXL_FAILED, "authentication "
                                  "failed: the engines' hixl.Secret values "
                                  "differ");
     }

@@ -61,6 +61,8 @@ static void hixl_ctrl_reap_handshakes(hixl_engine_t *engine, uint64_t now)
                 hixl_peer_close(engine, peer, HIXL_TIMEOUT, "no handshake "
                                 "answer within the connect's timeout");
             } else {
+                hixl_metrics_count(engine->metrics, HIXL_MX_EVICTED +
+                                   HIXL_STATS_EVICTED_TIMEOUT, 1);
                 hixl_peer_close(engine, peer, HIXL_TIMEOUT, "no handshake "
                                 "within hixl.HandshakeTimeoutMs (%d ms)",
                                 engine->opts.handshake_timeout_ms);

@@ -30,6 +30,10 @@ int hixl_ctrl_protocol_error(hixl_engine_t *engine, hixl_peer_t *peer,
     hixl_log_warn("dropping %s: protocol error: %s %s", peer->name[0] ?
                   peer->name : "a connection in handshake",
                   hixl_msg_type_name(msg->type), why);
+    if ((peer->state == HIXL_PEER_HANDSHAKE) && !hixl_peer_outgoing(peer)) {
+        hixl_metrics_count(engine->metrics, HIXL_MX_REFUSED +
+                           HIXL_STATS_REFUSED_INVALID, 1);
+    }
     hixl_peer_close(engine, peer, HIXL_FAILED, "protocol error: %s %s",
                     hixl_msg_type_name(msg->type), why);
     return 1;
@@ -92,10 +96,21 @@ static void hixl_ctrl_conn_failed(hixl_engine_t *engine, hixl_peer_t *peer,
                         engine->opts.peer_timeout_ms, err);
         return;
     }
-    if (strncmp(err, "connection closed by peer", 25) != 0) {
+    if ((strncmp(err, "connection closed by peer", 25) == 0) ||
+        (strstr(err, "reset by peer") != NULL)) {
+        /* gone without a goodbye: its process ended (or its host) */
+        hixl_peer_close_why(peer, HIXL_STATS_CLOSED_PEER_DEATH);
+    } else {
         /* not a plain hang-up: malformed input or a socket error */
         hixl_log_warn("dropping %s: %s", peer->name[0] ? peer->name :
                       "a connection in handshake", err);
+        if ((peer->state == HIXL_PEER_HANDSHAKE) &&
+            !hixl_peer_outgoing(peer)) {
+            hixl_metrics_count(engine->metrics, HIXL_MX_REFUSED +
+                               ((strstr(err, "protocol version") != NULL) ?
+                                HIXL_STATS_REFUSED_VERSION :
+                                HIXL_STATS_REFUSED_INVALID), 1);
+        }
     }
     hixl_peer_close(engine, peer, HIXL_FAILED, "control connection: %s", err);
 }

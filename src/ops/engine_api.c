@@ -14,6 +14,7 @@
 #include "ops/layer.h"
 #include "ops/mem_prefault.h"
 #include "ops/memory.h"
+#include "ops/metrics.h"
 #include "ops/notify.h"
 #include "ops/transfer.h"
 #include "util/log.h"
@@ -26,6 +27,7 @@
  * thread stops, device work ends, UCX goes, then every layer's state. */
 static void hixl_engine_destroy(hixl_engine_t *engine)
 {
+    hixl_metrics_http_stop(engine);   /* no request while the engine goes */
     hixl_connect_async_cleanup(engine);
     hixl_prefault_stop(engine);   /* before peers' mappings go */
     hixl_ctrl_stop_listening(engine);
@@ -75,6 +77,9 @@ static hixl_status_t hixl_engine_setup(hixl_engine_t *engine)
     }
     if ((status == HIXL_SUCCESS) && engine->opts.progress_thread) {
         status = hixl_progress_start(engine);
+    }
+    if (status == HIXL_SUCCESS) {
+        status = hixl_metrics_http_start(engine);
     }
     return status;
 }

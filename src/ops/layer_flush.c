@@ -55,6 +55,7 @@ typedef struct hixl_layer_flush {
     uint32_t           layer;
     uint64_t           gen;
     uint64_t           dev_seq;  /* device units posted before the call */
+    uint64_t           called_ns;   /* when (for the metrics) */
     hixl_dev_barrier_t barrier;
 } hixl_layer_flush_t;
 
@@ -79,10 +80,14 @@ static void hixl_layer_send(void *arg)
     msg.u.layer.stream = f->stream;
     msg.u.layer.layer  = f->layer;
     msg.u.layer.gen    = f->gen;
-    if ((f->peer->state != HIXL_PEER_CLOSED) &&
-        (hixl_ctrl_send(f->peer, &msg) != HIXL_SUCCESS)) {
-        hixl_log_warn("layer signal to %s not sent: %s", f->peer->name,
-                      hixl_error_message());
+    if (f->peer->state != HIXL_PEER_CLOSED) {
+        if (hixl_ctrl_send(f->peer, &msg) == HIXL_SUCCESS) {
+            hixl_metrics_layer_signal(f->engine->metrics,
+                                      hixl_now_ns() - f->called_ns);
+        } else {
+            hixl_log_warn("layer signal to %s not sent: %s", f->peer->name,
+                          hixl_error_message());
+        }
     }
     hixl_layer_flush_free(f);
 }
@@ -193,6 +198,7 @@ hixl_status_t hixl_flush_layer(hixl_engine_t *engine, const char *remote,
     f->layer   = layer;
     f->gen     = generation;
     f->dev_seq = hixl_dev_seq(engine);
+    f->called_ns = hixl_now_ns();   /* one per layer: always timed */
     atomic_fetch_add(&engine->progress.busy, 1);
     hixl_ep_flush_add(peer->ep_flush, &f->fw, 0);
     hixl_progress_kick(engine);   /* the flush needs progress */

@@ -248,6 +248,7 @@ static int hixl_on_layer(hixl_engine_t *engine, hixl_peer_t *peer,
         return 0;
     }
     bits[layer / 64] |= 1ull << (layer % 64);
+    hixl_metrics_count(engine->metrics, HIXL_MX_LAYER_RECEIVED, 1);
     pthread_cond_broadcast(&engine->cond);
     hixl_events_signal(&engine->events);
     return 0;

@@ -61,11 +61,15 @@ static hixl_status_t hixl_notify_enqueue(hixl_engine_t *engine,
                       "hixl.MaxNotifySize %u; refused", (int)name->len,
                       (const char*)name->ptr, remote, body->len,
                       engine->opts.max_notify_size);
+        hixl_metrics_count(engine->metrics, HIXL_MX_NOTIFY_DROPPED +
+                           HIXL_STATS_DROPPED_TOO_LARGE, 1);
         return HIXL_PARAM_INVALID;
     }
     if (q->count >= engine->opts.notify_queue_depth) {
         hixl_log_info("notify from %s refused: queue full (%u, option "
                       "hixl.NotifyQueueDepth)", remote, q->count);
+        hixl_metrics_count(engine->metrics, HIXL_MX_NOTIFY_DROPPED +
+                           HIXL_STATS_DROPPED_QUEUE_FULL, 1);
         return HIXL_RESOURCE_EXHAUSTED;
     }
     node = malloc(sizeof(*node) + strlen(remote) + name->len + body->len + 3);
@@ -94,6 +98,7 @@ static hixl_status_t hixl_notify_enqueue(hixl_engine_t *engine,
     }
     q->tail = node;
     q->count++;
+    hixl_metrics_count(engine->metrics, HIXL_MX_NOTIFY_RECEIVED, 1);
     pthread_cond_broadcast(&engine->cond);
     hixl_events_signal(&engine->events);
     return HIXL_SUCCESS;
@@ -158,8 +163,9 @@ static void hixl_notify_send_after_data(hixl_request_t *req)
 
     atomic_fetch_add(&req->pending, 1);   /* held until the answer */
     atomic_store(&req->await_ack, 1);
-    if ((hixl_ctrl_send(req->peer, &msg) != HIXL_SUCCESS) &&
-        atomic_compare_exchange_strong(&req->await_ack, &one, 0)) {
+    if (hixl_ctrl_send(req->peer, &msg) == HIXL_SUCCESS) {
+        hixl_metrics_count(req->engine->metrics, HIXL_MX_NOTIFY_SENT, 1);
+    } else if (atomic_compare_exchange_strong(&req->await_ack, &one, 0)) {
         hixl_req_fail(req, HIXL_NOTIFY_FAILED, "data of the %s to %s landed, "
                       "but its notify could not be sent: %s",
                       hixl_req_op_name(req->op), req->peer->name,
@@ -395,6 +401,7 @@ hixl_status_t hixl_send_notify(hixl_engine_t *engine, const char *remote,
                             hixl_error_message());
         goto out;
     }
+    hixl_metrics_count(engine->metrics, HIXL_MX_NOTIFY_SENT, 1);
     waiter.next           = peer->notify->waiters;
     peer->notify->waiters = &waiter;
     hixl_peer_retain(peer);

@@ -46,6 +46,8 @@ typedef struct hixl_xfer_plan {
                                         before the request is filled in */
     int               remote_miss;   /* a remote range not in the table:
                                         the peer may have to be asked */
+    unsigned          paths;         /* the paths taken, and their bytes */
+    uint64_t          bytes[HIXL_PATH_COUNT];   /* (for the metrics) */
 } hixl_xfer_plan_t;
 
 /* ---- validation ---------------------------------------------------------- */
@@ -128,6 +130,8 @@ static hixl_status_t hixl_xfer_validate(hixl_engine_t *engine,
     plan->slots       = x->slots;
     plan->rma_only    = 1;
     plan->remote_miss = 0;
+    plan->paths       = 0;
+    memset(plan->bytes, 0, sizeof(plan->bytes));
     for (i = 0; i < num_descs; ++i) {
         if (descs[i].len == 0) {
             x->slots[i].local = NULL;
@@ -138,6 +142,8 @@ static hixl_status_t hixl_xfer_validate(hixl_engine_t *engine,
         if (status != HIXL_SUCCESS) {
             return status;
         }
+        plan->paths                   |= 1u << x->slots[i].path;
+        plan->bytes[x->slots[i].path] += descs[i].len;
     }
     return HIXL_SUCCESS;
 }
@@ -298,6 +304,7 @@ static int hixl_xfer_done_in_post(hixl_request_t *req, int flushed)
         return 0;
     }
     req->peer = NULL;
+    hixl_req_mark_done(req);
     atomic_store_explicit(&req->data_pending, 0, memory_order_relaxed);
     atomic_store_explicit(&req->pending, 0, memory_order_relaxed);
     atomic_store_explicit(&req->state, HIXL_REQ_DONE, memory_order_release);
@@ -343,7 +350,7 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
 {
     int64_t timeout_ms = engine->opts.transfer_timeout_ms;
     const hixl_notify_desc_t *notify = NULL;
-    uint64_t deadline;
+    uint64_t deadline, post_ns;
     hixl_xfer_plan_t plan;
     hixl_request_t *req;
     hixl_peer_t *peer;
@@ -385,7 +392,8 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
      * counts only after, and only if it is still in flight: until this
      * returns, engine->lock keeps the peer alive, and our own hold keeps
      * any completion from dropping those counts before we took them. */
-    fast = plan.rma_only && (notify == NULL);
+    fast    = plan.rma_only && (notify == NULL);
+    post_ns = hixl_metrics_post_clock();
     if (fast) {
         /* The puts go out first, and the request (available, checked
          * above; we are its only taker) is filled in after them, off the
@@ -398,6 +406,9 @@ static hixl_status_t hixl_xfer_start(hixl_engine_t *engine, const char *remote,
     hixl_assert(atomic_load(&req->state) == HIXL_REQ_ACTIVE);
     req->op        = op;
     req->num_descs = num_descs;
+    req->post_ns   = post_ns;
+    req->paths     = plan.paths;
+    memcpy(req->path_bytes, plan.bytes, sizeof(plan.bytes));
     if ((args != NULL) && (args->field_mask & HIXL_TRANSFER_ARG_USER_DATA)) {
         req->user_data = args->user_data;
     }

@@ -279,6 +279,12 @@ static const hixl_opt_row_t hixl_opt_table[] = {
      "Also register device memory with UCX (ucp_mem_map) so that peers on "
      "other nodes reach it with RDMA; needs a NIC that can reach device "
      "memory (peer-memory support), else the region is staged", NULL, NULL, NULL, 0},
+    {"hixl.MetricsListen", "HIXL_METRICS_LISTEN", HIXL_OPT_STRING, "", 0,
+     sizeof(((hixl_opts_t*)0)->metrics_listen), 0, OFF(metrics_listen),
+     "HOST:PORT where the engine serves its metrics over HTTP (/metrics in "
+     "Prometheus's text format, /healthz); unset: no endpoint.  Port 0 takes "
+     "any free port (hixl_metrics_address says which).  UNSUPPORTED in a "
+     "library built without libmicrohttpd", NULL, NULL, NULL, 0},
 };
 
 #define HIXL_OPT_ROWS (sizeof(hixl_opt_table) / sizeof(hixl_opt_table[0]))

@@ -100,6 +100,7 @@ typedef struct hixl_opts {
     char     plugin_runtime[1024];   /* "name=library[,...]" */
     int32_t  device_path;            /* hixl_device_path_t */
     int32_t  device_nic_reg;
+    char     metrics_listen[256];    /* "host:port" of /metrics, "" off */
 } hixl_opts_t;
 
 /* Number of rows in the table (for iteration by hixl_config_print). */

@@ -301,6 +301,20 @@ START_TEST(test_env_and_precedence)
     ck_assert_int_eq(src[row_of("hixl.PluginInstallDir")], HIXL_OPT_ENV);
     ck_assert_int_eq(unsetenv("HIXL_PLUGIN_INSTALL_DIR"), 0);
 
+    /* the metrics endpoint: off by default, from the environment, and the
+     * option over it */
+    hx_ok(hixl_opts_load(&o, NULL, 0, NULL, NULL));
+    ck_assert_str_eq(o.metrics_listen, "");
+    ck_assert_int_eq(setenv("HIXL_METRICS_LISTEN", "127.0.0.1:9464", 1), 0);
+    hx_ok(hixl_opts_load(&o, NULL, 0, src, val));
+    ck_assert_str_eq(o.metrics_listen, "127.0.0.1:9464");
+    ck_assert_int_eq(src[row_of("hixl.MetricsListen")], HIXL_OPT_ENV);
+    opts[0].key = "hixl.MetricsListen"; opts[0].value = "[::1]:0";
+    hx_ok(hixl_opts_load(&o, opts, 1, NULL, NULL));
+    ck_assert_str_eq(o.metrics_listen, "[::1]:0");
+    ck_assert_int_eq(unsetenv("HIXL_METRICS_LISTEN"), 0);
+    opts[0].key = "hixl.NotifyQueueDepth"; opts[0].value = "9";
+
     /* the same key twice: the last one wins */
     opts[1].key = "hixl.NotifyQueueDepth"; opts[1].value = "11";
     hx_ok(hixl_opts_load(&o, opts, 2, src, val));

@@ -10,6 +10,7 @@
 #include "util/log.h"
 
 #include <inttypes.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +99,8 @@ hixl_status_t hixl_peer_set_ready(hixl_engine_t *engine, hixl_peer_t *peer)
     if (status == HIXL_SUCCESS) {
         peer->state = HIXL_PEER_READY;
         pthread_cond_broadcast(&engine->cond);
+        hixl_metrics_count(engine->metrics, hixl_peer_outgoing(peer) ?
+                           HIXL_MX_CONNECTED : HIXL_MX_ACCEPTED, 1);
     }
     return status;
 }
@@ -163,6 +166,37 @@ static void hixl_peer_unlink(hixl_peer_table_t *t, hixl_peer_t *peer)
     }
 }
 
+/* Why an established connection ended, as far as this side can tell. */
+static hixl_stats_closed_t hixl_peer_closed_why(const hixl_peer_t *peer)
+{
+    if (peer->close_why > 0) {
+        return (hixl_stats_closed_t)(peer->close_why - 1);
+    }
+    if (atomic_load(&peer->gone)) {
+        return HIXL_STATS_CLOSED_PEER_DEATH;
+    }
+    switch (peer->end) {
+    case HIXL_PEER_END_ORDERLY:
+        return HIXL_STATS_CLOSED_DISCONNECT;
+    case HIXL_PEER_END_CUT:
+        return HIXL_STATS_CLOSED_PEER_TIMEOUT;
+    default:
+        return HIXL_STATS_CLOSED_ERROR;
+    }
+}
+
+/* Count a connection's end (core/worker/metrics.h). */
+static void hixl_peer_count_close(hixl_engine_t *engine,
+                                  const hixl_peer_t *peer)
+{
+    if (peer->state == HIXL_PEER_READY) {
+        hixl_metrics_count(engine->metrics, (hixl_mx_counter_t)
+                           (HIXL_MX_CLOSED + hixl_peer_closed_why(peer)), 1);
+    } else if (hixl_peer_outgoing(peer)) {
+        hixl_metrics_count(engine->metrics, HIXL_MX_CONNECT_FAILED, 1);
+    }
+}
+
 void hixl_peer_close(hixl_engine_t *engine, hixl_peer_t *peer,
                      hixl_status_t status, const char *fmt, ...)
 {
@@ -177,6 +211,7 @@ void hixl_peer_close(hixl_engine_t *engine, hixl_peer_t *peer,
     va_start(ap, fmt);
     vsnprintf(peer->close_reason, sizeof(peer->close_reason), fmt, ap);
     va_end(ap);
+    hixl_peer_count_close(engine, peer);
     peer->close_status = status;
     peer->state        = HIXL_PEER_CLOSED;
     hixl_log_info("peer %s (%s): closed: %s", peer->name[0] ? peer->name :
@@ -301,6 +336,27 @@ hixl_status_t hixl_peer_lookup(hixl_engine_t *engine, const char *remote,
     return HIXL_SUCCESS;
 }
 
+/* How long a UCX endpoint error waits for the control connection's end,
+ * to tell a dead peer from a transport failure: a process's sockets close
+ * one after the other as it exits, UCX's may go first. */
+#define HIXL_PEER_DEATH_WAIT_MS 20
+
+/* Whether the peer's control connection has ended from its side (shut
+ * down or reset, unread bytes or not), waiting up to wait_ms for it:
+ * then its process is gone.  Reads nothing. */
+static int hixl_peer_conn_ended(const hixl_peer_t *peer, int wait_ms)
+{
+    struct pollfd pfd;
+
+    if (peer->conn.fd < 0) {
+        return 0;
+    }
+    pfd.fd     = peer->conn.fd;
+    pfd.events = POLLRDHUP;
+    return (poll(&pfd, 1, wait_ms) == 1) &&
+           (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 /* periodic: close peers whose UCX endpoint reported an error */
 static void hixl_peers_reap_errors(hixl_engine_t *engine, uint64_t now_ns)
 {
@@ -313,6 +369,12 @@ static void hixl_peers_reap_errors(hixl_engine_t *engine, uint64_t now_ns)
         if (err != UCS_OK) {
             hixl_log_warn("peer %s: UCX endpoint error: %s", peer->name,
                           ucs_status_string(err));
+            if ((err == UCS_ERR_CONNECTION_RESET) ||
+                hixl_peer_conn_ended(peer, HIXL_PEER_DEATH_WAIT_MS)) {
+                /* UCX says "endpoint timeout" for a dead peer's tcp
+                 * connection too: its control socket tells */
+                hixl_peer_close_why(peer, HIXL_STATS_CLOSED_PEER_DEATH);
+            }
             hixl_peer_close(engine, peer, HIXL_FAILED, "transport error "
                             "from UCX: %s", ucs_status_string(err));
         } else if (atomic_load(&peer->gone)) {

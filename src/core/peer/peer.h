@@ -75,6 +75,9 @@ struct hixl_peer {
     hixl_peer_state_t     state;
     hixl_status_t         close_status;
     hixl_peer_end_t       end;          /* set before hixl_peer_close */
+    int                   close_why;    /* 1 + hixl_stats_closed_t when the
+                                           closer knows better than `end`
+                                           (set before hixl_peer_close) */
     char                  close_reason[HIXL_ERROR_MSG_MAX];
     char                  name[HIXL_ENGINE_NAME_MAX + 1];   /* canonical */
     char                  alias[HIXL_ENGINE_NAME_MAX + 1];  /* as connected */
@@ -186,6 +189,13 @@ void hixl_peer_gone(hixl_peer_t *peer);
 
 /* How a connection that both sides may still hold ends when this side
  * ends it: ORDERLY, unless its process is known gone. */
+/* Say why peer closes, for the metrics (before hixl_peer_close). */
+static inline void hixl_peer_close_why(hixl_peer_t *peer,
+                                       hixl_stats_closed_t why)
+{
+    peer->close_why = 1 + (int)why;
+}
+
 static inline hixl_peer_end_t hixl_peer_end_by_us(const hixl_peer_t *peer)
 {
     return atomic_load(&peer->gone) ? HIXL_PEER_END_ABRUPT :
@@ -194,7 +204,10 @@ static inline hixl_peer_end_t hixl_peer_end_by_us(const hixl_peer_t *peer)
 
 /* End the connection (engine->lock held): closing hooks, the control
  * socket, the endpoint (its waiters end with UCS_ERR_CANCELED), the rkeys,
- * closed hooks, out of the table.  Idempotent. */
+ * closed hooks, out of the table.  Idempotent.  Counted (core/worker/
+ * metrics.h): an established connection as closed, for peer->close_why or
+ * else as `end` and `gone` say; an outgoing one in its handshake as a
+ * failed connect. */
 void hixl_peer_close(hixl_engine_t *engine, hixl_peer_t *peer,
                      hixl_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

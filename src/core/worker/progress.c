@@ -512,6 +512,7 @@ static void *hixl_progress_main(void *arg)
                                       kicks, ctrl);
         }
         atomic_store(&p->sleeping, 0);
+        hixl_metrics_count(engine->metrics, HIXL_MX_WAKEUPS, 1);
         now = hixl_now_ns();
         hixl_progress_event(p, now, last_active);
         last_active = now;

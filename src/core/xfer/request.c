@@ -17,6 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Static_assert(HIXL_PATH_COUNT == HIXL_STATS_PATHS,
+               "a path of core/peer/path.h is a path of hixl_stats_t");
+_Static_assert((int)HIXL_PATH_STAGE == (int)HIXL_STATS_PATH_STAGING,
+               "the paths in the same order");
+
 /* Bounds of one sleep of hixl_req_sleep. */
 #define HIXL_REQ_SLEEP_MIN_NS HIXL_NS_PER_MS
 #define HIXL_REQ_SLEEP_MAX_NS HIXL_NS_PER_S
@@ -120,6 +125,7 @@ got:
     req->notify_len  = 0;
     req->after_data  = NULL;
     req->errmsg[0]   = '\0';
+    req->paths       = 0;
     /* two holds from the start: the poster's, and its flush's (a transfer
      * always ends with one) */
     atomic_store_explicit(&req->pending, 2, memory_order_relaxed);
@@ -250,6 +256,7 @@ void hixl_req_complete_one(hixl_request_t *req)
     before = atomic_fetch_sub(&engine->progress.busy, 1);
     hixl_assert(before >= 1);
     (void)before;
+    hixl_req_mark_done(req);
     if (atomic_compare_exchange_strong(&req->state, &expected,
                                        HIXL_REQ_DONE)) {
         hixl_req_wake(&engine->reqs);
@@ -290,6 +297,19 @@ void hixl_req_flushed(hixl_ep_flush_waiter_t *waiter, ucs_status_t ustatus)
     hixl_req_data_done(req);
 }
 
+/* Count req's outcome, as the application is told it. */
+static void hixl_req_account(hixl_request_t *req, unsigned outcome)
+{
+    uint64_t latency = UINT64_MAX;
+
+    if ((outcome == HIXL_STATS_COMPLETED) && (req->post_ns != 0) &&
+        (req->done_ns >= req->post_ns)) {
+        latency = req->done_ns - req->post_ns;
+    }
+    hixl_metrics_transfer(req->engine->metrics, (unsigned)req->op, req->paths,
+                          req->path_bytes, outcome, latency);
+}
+
 hixl_status_t hixl_req_report(hixl_request_t *req,
                               hixl_transfer_status_t *status_p)
 {
@@ -298,8 +318,10 @@ hixl_status_t hixl_req_report(hixl_request_t *req,
     hixl_assert(atomic_load(&req->state) == HIXL_REQ_DONE);
     if (status == HIXL_SUCCESS) {
         *status_p = HIXL_TRANSFER_COMPLETED;
+        hixl_req_account(req, HIXL_STATS_COMPLETED);
     } else {
         *status_p = HIXL_TRANSFER_FAILED;
+        hixl_req_account(req, HIXL_STATS_FAILED);
         hixl_error(status, "%s", req->errmsg);
     }
     hixl_req_release(req);
@@ -315,6 +337,7 @@ int hixl_req_expire(hixl_request_t *req, uint64_t now)
                                         HIXL_REQ_ORPHAN)) {
         return 0;
     }
+    hixl_req_account(req, HIXL_STATS_TIMEOUT);
     hixl_error(HIXL_TIMEOUT, "%s of %zu descriptor(s) to %s did not complete "
                "within its timeout; its buffers stay in use until the "
                "transport gives them up", hixl_req_op_name(req->op),

@@ -21,6 +21,9 @@
 #define HIXL_CORE_REQUEST_H_
 
 #include "core/peer/ep_flush.h"
+#include "core/peer/path.h"
+
+#include "core/worker/metrics.h"
 
 #include <hixl/hixl.h>
 #include <pthread.h>
@@ -64,6 +67,13 @@ struct hixl_request {
      * nothing to do): sends the per-transfer notify */
     void               (*after_data)(hixl_request_t *req);
     hixl_ep_flush_waiter_t flush;   /* in its endpoint's flush group */
+    /* what the metrics count at its outcome (core/worker/metrics.h):
+     * the paths its descriptors took (a mask of hixl_path_t), the bytes
+     * of each, when it was posted and when it ended (0: not timed) */
+    unsigned             paths;
+    uint64_t             path_bytes[HIXL_PATH_COUNT];
+    uint64_t             post_ns;
+    uint64_t             done_ns;
     char                 errmsg[256];
     hixl_request_t      *next_free;
 };
@@ -147,6 +157,13 @@ void hixl_req_data_done(hixl_request_t *req);
 /* The flush waiter's callback: a flush covering req ended with ustatus
  * (the flush's hold is dropped). */
 void hixl_req_flushed(hixl_ep_flush_waiter_t *waiter, ucs_status_t ustatus);
+
+/* It ended just now (its state goes DONE): note when, if its latency is
+ * measured (core/worker/metrics.h). */
+static inline void hixl_req_mark_done(hixl_request_t *req)
+{
+    req->done_ns = hixl_metrics_end_clock(req->post_ns);
+}
 
 /* Report a finished request (COMPLETED or FAILED, the reason into the
  * caller's last error) and release it; returns its status. */
