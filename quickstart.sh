@@ -41,8 +41,9 @@ libmicrohttpd-dev"
 # decode (Debian's torch, CPU only; large, so only `test` installs it)
 if [ "$what" = test ]; then
     packages="$packages python3-torch"
-    # the metrics' Python collector (test/py/it_py_metrics.sh)
-    packages="$packages python3-prometheus-client"
+    # the metrics' Python collector (test/py/it_py_metrics.sh), and the
+    # Prometheus server that scrapes two engines (test/py/it_prometheus.sh)
+    packages="$packages python3-prometheus-client prometheus"
 fi
 # bench/vs_perftest and bench/vs_peers draw their plots with gnuplot (only
 # those modes install it)

@@ -312,7 +312,7 @@ END_TEST
 
 static Suite *unit_bench_common_suite(void)
 {
-    Suite *s = suite_create("unit_bench_common");
+    Suite *s = suite_create("bench_common");
     TCase *size = hx_tcase("size");
     TCase *pattern = hx_tcase("pattern");
     TCase *stats = hx_tcase("stats");

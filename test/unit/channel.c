@@ -190,7 +190,7 @@ END_TEST
 
 static Suite *unit_channel_suite(void)
 {
-    Suite *s = suite_create("unit_channel");
+    Suite *s = suite_create("channel");
     TCase *tc = hx_tcase("channel");
 
     tcase_add_test(tc, test_only_control_answers_count);

@@ -480,7 +480,7 @@ END_TEST
 
 static Suite *unit_cma_suite(void)
 {
-    Suite *s = suite_create("unit_cma");
+    Suite *s = suite_create("cma");
     TCase *tc = hx_tcase("cma");
 
     tcase_add_test(tc, test_probe);

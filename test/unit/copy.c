@@ -103,7 +103,7 @@ END_TEST
 
 static Suite *unit_copy_suite(void)
 {
-    Suite *s = suite_create("unit_copy");
+    Suite *s = suite_create("copy");
     TCase *tc = hx_tcase("copy");
 
     tcase_add_test(tc, test_lengths_and_alignments);

@@ -184,7 +184,7 @@ END_TEST
 
 static Suite *unit_cs_msg_suite(void)
 {
-    Suite *s = suite_create("unit_cs_msg");
+    Suite *s = suite_create("cs_msg");
     TCase *tc = hx_tcase("cs_msg");
 
     tcase_add_test(tc, test_round_trip);

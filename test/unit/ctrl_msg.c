@@ -551,7 +551,7 @@ END_TEST
 
 static Suite *unit_codec_suite(void)
 {
-    Suite *s = suite_create("unit_codec");
+    Suite *s = suite_create("ctrl_msg");
     TCase *tc = hx_tcase("codec");
 
     tcase_add_test(tc, test_round_trip);

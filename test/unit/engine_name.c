@@ -174,7 +174,7 @@ END_TEST
 
 static Suite *unit_engine_name_suite(void)
 {
-    Suite *s = suite_create("unit_engine_name");
+    Suite *s = suite_create("engine_name");
     TCase *tc = hx_tcase("names");
 
     tcase_add_test(tc, test_ipv4);

@@ -408,7 +408,7 @@ END_TEST
 
 static Suite *unit_ep_flush_suite(void)
 {
-    Suite *s = suite_create("unit_ep_flush");
+    Suite *s = suite_create("ep_flush");
     TCase *tc = hx_tcase("ep_flush");
 
     tcase_add_test(tc, test_inline_completion);

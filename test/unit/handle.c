@@ -245,7 +245,7 @@ END_TEST
 
 static Suite *unit_handle_suite(void)
 {
-    Suite *s = suite_create("unit_handle");
+    Suite *s = suite_create("handle");
     TCase *tc = hx_tcase("handles");
 
     tcase_add_test(tc, test_encoding);

@@ -276,7 +276,7 @@ END_TEST
 
 static Suite *unit_json_suite(void)
 {
-    Suite *s = suite_create("unit_json");
+    Suite *s = suite_create("json");
     TCase *tc = hx_tcase("json");
 
     tcase_add_test(tc, test_accepts);

@@ -177,7 +177,7 @@ END_TEST
 
 static Suite *unit_mem_desc_suite(void)
 {
-    Suite *s = suite_create("unit_mem_desc");
+    Suite *s = suite_create("mem_desc");
     TCase *tc = tcase_create("codec");
 
     tcase_set_timeout(tc, HX_TEST_TIMEOUT_S);

@@ -563,7 +563,7 @@ END_TEST
 
 static Suite *unit_metrics_suite(void)
 {
-    Suite *s = suite_create("unit_metrics");
+    Suite *s = suite_create("metrics");
     TCase *tc = hx_tcase("metrics");
 
     tcase_add_test(tc, test_empty_engine);

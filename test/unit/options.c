@@ -517,7 +517,7 @@ END_TEST
 
 static Suite *unit_options_suite(void)
 {
-    Suite *s = suite_create("unit_options");
+    Suite *s = suite_create("options");
     TCase *tc = hx_tcase("options");
 
     tcase_add_checked_fixture(tc, no_option_env, NULL);

@@ -393,7 +393,7 @@ END_TEST
 
 static Suite *unit_options_cann_suite(void)
 {
-    Suite *s = suite_create("unit_options_cann");
+    Suite *s = suite_create("options_cann");
     TCase *tc = hx_tcase("cann_keys");
 
     tcase_add_test(tc, test_global_resource_config);

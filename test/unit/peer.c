@@ -220,7 +220,7 @@ END_TEST
 
 static Suite *unit_peer_hooks_suite(void)
 {
-    Suite *s = suite_create("unit_peer_hooks");
+    Suite *s = suite_create("peer");
     TCase *tc = hx_tcase("peers");
 
     tcase_add_test(tc, test_order);

@@ -82,7 +82,7 @@ END_TEST
 
 static Suite *unit_prefault_suite(void)
 {
-    Suite *s = suite_create("unit_prefault");
+    Suite *s = suite_create("prefault");
     TCase *tc = hx_tcase("prefault");
 
     tcase_add_test(tc, test_fresh_mapping_becomes_resident);

@@ -153,7 +153,7 @@ END_TEST
 
 static Suite *unit_progress_suite(void)
 {
-    Suite *s  = suite_create("unit_progress");
+    Suite *s  = suite_create("progress");
     TCase *tc = hx_tcase("registrations");
 
     tcase_add_test(tc, test_many_progress_callbacks);

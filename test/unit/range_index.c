@@ -303,7 +303,7 @@ END_TEST
 
 static Suite *unit_range_index_suite(void)
 {
-    Suite *s = suite_create("unit_range_index");
+    Suite *s = suite_create("range_index");
     TCase *tc = hx_tcase("range_index");
 
     tcase_add_test(tc, test_empty);

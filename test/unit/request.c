@@ -248,7 +248,7 @@ END_TEST
 
 static Suite *unit_request_suite(void)
 {
-    Suite *s = suite_create("unit_request");
+    Suite *s = suite_create("request");
     TCase *tc = hx_tcase("completion");
 
     tcase_add_test(tc, test_completes_after_every_hold);

@@ -178,7 +178,7 @@ END_TEST
 
 static Suite *unit_workq_suite(void)
 {
-    Suite *s = suite_create("unit_workq");
+    Suite *s = suite_create("workq");
     TCase *tc = hx_tcase("workq");
 
     tcase_add_test(tc, test_runs_in_order_off_thread);
