@@ -27,6 +27,7 @@
  *            <- DONE cpu=SECONDS ends=e,... done=b,... partial=0|1
  */
 #include "config.h"
+#include "stats_csv.h"
 #include "fan.h"
 
 #include <inttypes.h>
@@ -173,6 +174,7 @@ int fan_decode_line(int fd, const char *line, const uint8_t *mem,
 int fan_decode_main(int fd, void *arg)
 {
     const fan_engine_cfg_t *cfg = arg;
+    bench_stats_t *stats;
     hixl_engine_t *engine;
     uint8_t *mem = NULL;
     char *line;
@@ -182,6 +184,7 @@ int fan_decode_main(int fd, void *arg)
     if (engine == NULL) {
         return FAN_EXIT_ERROR;
     }
+    stats = bench_stats_start(engine, "decode");   /* HIXL_BENCH_STATS */
     if (fan_region(engine, cfg->alloc, cfg->region_len, &mem, fd) != 0) {
         goto out;
     }
@@ -197,6 +200,7 @@ int fan_decode_main(int fd, void *arg)
     }
     rc = (r > 0) ? FAN_EXIT_OK : FAN_EXIT_ERROR;
 out:
+    bench_stats_stop(stats);
     hixl_finalize(engine);     /* deregisters (and frees hixl's memory) */
     if ((mem != NULL) && (cfg->alloc == FAN_ALLOC_MMAP)) {
         munmap(mem, cfg->region_len);
@@ -343,6 +347,7 @@ static int fan_prefill_cmd(void *arg, const char *line)
 
 int fan_prefill_main(int fd, void *arg)
 {
+    bench_stats_t *stats;
     fan_prefill_t p;
     int rc = FAN_EXIT_ERROR;
 
@@ -359,6 +364,7 @@ int fan_prefill_main(int fd, void *arg)
         free(p.peers);
         return FAN_EXIT_ERROR;
     }
+    stats = bench_stats_start(p.engine, "prefill");   /* HIXL_BENCH_STATS */
     /* the source: registered, allocated by UCX, warm (the cold case is
      * about the decode side's memory) */
     if (fan_region(p.engine, FAN_ALLOC_HIXL, p.cfg->region_len, &p.src,
@@ -371,6 +377,7 @@ int fan_prefill_main(int fd, void *arg)
                    p.cfg->region_len, (int)getpid());
     rc = fan_child_serve(fd, fan_prefill_cmd, &p);
 out:
+    bench_stats_stop(stats);
     hixl_finalize(p.engine);
     free(p.peers);
     return rc;

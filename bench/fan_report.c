@@ -14,6 +14,7 @@
  */
 #include "config.h"
 #include "fan.h"
+#include "common/which.h"
 
 #include <errno.h>
 #include <math.h>
@@ -772,26 +773,9 @@ static void fan_targets(fan_report_t *rep, const fan_row_t *rows,
 
 /* ---- plot --------------------------------------------------------------- */
 
-static const char *fan_gnuplot(void)
-{
-    static char path[512];
-    const char *p = getenv("PATH"), *end;
-
-    while ((p != NULL) && (*p != '\0')) {
-        end = strchr(p, ':');
-        snprintf(path, sizeof(path), "%.*s/gnuplot",
-                 (int)(end ? (size_t)(end - p) : strlen(p)), p);
-        if (access(path, X_OK) == 0) {
-            return path;
-        }
-        p = end ? end + 1 : NULL;
-    }
-    return NULL;
-}
-
 static void fan_plot(fan_report_t *rep, const fan_row_t *rows, unsigned nrows)
 {
-    const char *gp = fan_gnuplot();
+    const char *gp = bc_which("gnuplot");
     char dat[600], png[600], cmd[700];
     unsigned i, t, test, blocks = 0;
     FILE *f, *g;

@@ -9,6 +9,7 @@
  * arrived right.
  */
 #include "pd_run.h"
+#include "stats_csv.h"
 
 #include <hixl/hixl.h>
 
@@ -337,6 +338,7 @@ static int pd_decode_serve(pd_decode_t *d)
 
 int pd_decode_main(const pd_config_t *cfg)
 {
+    bench_stats_t *stats = NULL;
     pd_decode_t d;
     int rc = 1;
 
@@ -350,6 +352,7 @@ int pd_decode_main(const pd_config_t *cfg)
            cfg->decode_compute_ms);
     fflush(stdout);
     if (pd_decode_setup(&d) == 0) {
+        stats = bench_stats_start(d.engine, "decode");   /* HIXL_BENCH_STATS */
         if (cfg->name_fd >= 0) {
             close(cfg->name_fd);
         }
@@ -372,6 +375,7 @@ int pd_decode_main(const pd_config_t *cfg)
     }
     fflush(stdout);   /* the loopback form ends this process with _exit */
     pd_link_clear(&d.link);
+    bench_stats_stop(stats);
     if (d.engine != NULL) {
         hixl_finalize(d.engine);
     }

@@ -6,6 +6,7 @@
  * layer once decode says GO, and collects decode's verdict (RESULT).
  */
 #include "pd_run.h"
+#include "stats_csv.h"
 
 #include <hixl/hixl.h>
 
@@ -334,6 +335,7 @@ static int pd_prefill_setup(pd_prefill_t *p)
 int pd_prefill_main(const pd_config_t *cfg)
 {
     uint8_t buf[PD_MSG_HDR];
+    bench_stats_t *stats = NULL;
     pd_prefill_t p;
     unsigned mode;
     int rc = 0;
@@ -344,6 +346,7 @@ int pd_prefill_main(const pd_config_t *cfg)
         rc = 1;
         goto out;
     }
+    stats = bench_stats_start(p.engine, "prefill");   /* HIXL_BENCH_STATS */
     /* Warm-up, untimed (but verified): the first transfer into a peer's
      * memory maps it and faults its pages in, once per connection; a
      * serving system pays that at start-up, not per request. */
@@ -363,6 +366,7 @@ int pd_prefill_main(const pd_config_t *cfg)
                      cfg->timeout_ms);
     }
 out:
+    bench_stats_stop(stats);
     if (p.engine != NULL) {
         hixl_disconnect(p.engine, cfg->decode, 5000);
         hixl_finalize(p.engine);

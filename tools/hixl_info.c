@@ -5,8 +5,10 @@
  * transports and devices on this machine, the memory-type plugins it finds
  * and whether each found its device runtime, and every engine option with the
  * value it would take here (default, HIXL_* environment, or -O KEY=VALUE)
- * and where that value comes from.
+ * and where that value comes from; or a running engine's metrics (-m).
  */
+#include "hixl_info_metrics.h"
+
 #include <hixl/hixl.h>
 
 #include <getopt.h>
@@ -22,6 +24,7 @@
 static void hixl_info_usage(FILE *f)
 {
     fprintf(f, "Usage: hixl_info [-v] [-t] [-p] [-o] [-O KEY=VALUE ...]\n"
+               "       hixl_info -m HOST:PORT\n"
                "What this libhixl-ucx sees on this machine (all of it when "
                "no section is chosen):\n"
                "  -v, --version             versions only\n"
@@ -32,6 +35,9 @@ static void hixl_info_usage(FILE *f)
                "  -o, --options             options only\n"
                "  -O, --option KEY=VALUE    show options as an engine given "
                "this option would see them\n"
+               "  -m, --metrics HOST:PORT   a running engine's figures, from "
+               "its metrics\n"
+               "                            endpoint (hixl.MetricsListen)\n"
                "  -h, --help                this help\n");
 }
 
@@ -131,12 +137,15 @@ int main(int argc, char **argv)
         {"plugins",    no_argument,       NULL, 'p'},
         {"options",    no_argument,       NULL, 'o'},
         {"option",     required_argument, NULL, 'O'},
+        {"metrics",    required_argument, NULL, 'm'},
         {"help",       no_argument,       NULL, 'h'},
         {NULL, 0, NULL, 0}
     };
 
-    while ((c = getopt_long(argc, argv, "vtpoO:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "vtpoO:m:h", longopts, NULL)) != -1) {
         switch (c) {
+        case 'm':
+            return hixl_info_metrics(optarg);
         case 'v': want_v = 1; break;
         case 't': want_t = 1; break;
         case 'p': want_p = 1; break;

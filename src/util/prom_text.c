@@ -179,7 +179,9 @@ void hixl_prom_histogram(hixl_prom_t *w, const char *name,
     if (nlabels > HIXL_PROM_MAX_LABELS) {
         nlabels = HIXL_PROM_MAX_LABELS;
     }
-    memcpy(all, labels, nlabels * sizeof(*labels));
+    if (nlabels > 0) {   /* labels may be NULL when there are none */
+        memcpy(all, labels, nlabels * sizeof(*labels));
+    }
     all[nlabels].name  = "le";
     all[nlabels].value = le;
     for (b = 0; b < HIXL_STATS_BUCKETS; ++b) {

@@ -34,4 +34,22 @@ run -t cold -T 4M -s 1M -r 1 --tls sm --tls tcp
 # destinations start off a cache line
 run -t fan_in -N 2 -T 128M -s 4M -r 1 --idle 0 --tls sm
 run -t fan_in -N 1 -T 64M -s 100000 -r 1 --idle 0 --tls sm
+# HIXL_BENCH_STATS: every engine writes its figures over time; the
+# prefill's completed bytes grow to at least what it moved (32 MiB) and
+# never fall, and the decode's file is there
+stats=$(mktemp -d) || exit 1
+HIXL_BENCH_STATS=$stats/fan run -t fan_in -N 1 -T 32M -s 1M -r 1 --idle 0 \
+    --tls tcp --no-baseline
+for role in prefill decode; do
+    set -- "$stats"/fan-"$role"-*.csv
+    if [ ! -s "$1" ] || [ "$(wc -l <"$1")" -lt 2 ]; then
+        echo "FAILED: HIXL_BENCH_STATS wrote no $role figures"; rc=1
+    fi
+done
+set -- "$stats"/fan-prefill-*.csv
+if ! awk -F, 'NR > 1 { if ($2 < last) bad = 1; last = $2 }
+              END { exit (bad || last < 33554432) }' "$1"; then
+    echo "FAILED: the prefill's completed bytes: $(tail -n 3 "$1")"; rc=1
+fi
+rm -rf "$stats"
 exit $rc

@@ -411,6 +411,31 @@ START_TEST(test_metrics_equal_the_run)
 }
 END_TEST
 
+/* tools/hixl_info -m prints the engine at addr's figures, and fails with
+ * a reason where no engine serves them. */
+static void it_info_metrics(const char *addr)
+{
+    char cmd[512], out[8192];
+    size_t n;
+    FILE *p;
+
+    snprintf(cmd, sizeof(cmd), "../tools/hixl_info -m %s 2>&1", addr);
+    p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    n = fread(out, 1, sizeof(out) - 1, p);
+    out[n] = '\0';
+    ck_assert_int_eq(pclose(p), 0);
+    ck_assert_msg(strstr(out, "hixl_engine_info{engine=") != NULL &&
+                  strstr(out, "hixl_uptime_seconds") != NULL,
+                  "hixl_info -m %s: %s", addr, out);
+    p = popen("../tools/hixl_info -m 127.0.0.1:1 2>&1", "r");
+    ck_assert_ptr_nonnull(p);
+    n = fread(out, 1, sizeof(out) - 1, p);
+    out[n] = '\0';
+    ck_assert_int_ne(pclose(p), 0);
+    ck_assert_msg(strstr(out, "cannot connect") != NULL, "%s", out);
+}
+
 /* The option's errors: a bad address is refused at hixl_initialize, and
  * port 0 takes a free port that hixl_metrics_address names. */
 START_TEST(test_listen_option)
@@ -440,6 +465,7 @@ START_TEST(test_listen_option)
     ck_assert_int_eq(code, 200);
     ck_assert_ptr_nonnull(strstr(body, "hixl_engine_info{engine=\""));
     free(body);
+    it_info_metrics(addr);
     hx_ok(hixl_finalize(e));
 }
 END_TEST
