@@ -364,3 +364,26 @@ int rp_receiver_killed(const char *name, rp_role_t receiver, rp_role_t sender,
     }
     return st_s;
 }
+
+int rp_rndv_sender(rp_ucx_t *u, int fd, unsigned id, size_t len, void **req_p)
+{
+    ucp_request_param_t param;
+    void *buf;
+
+    if (rp_ucx_init(u, UCP_FEATURE_AM, "tcp", NULL) != UCS_OK) {
+        return RP_SKIP;
+    }
+    if ((rp_connect(u, fd, UCP_ERR_HANDLING_MODE_PEER) != UCS_OK) ||
+        (rp_wait_byte(fd, 10.0) != 'G')) {
+        return RP_ERROR;
+    }
+    buf = calloc(1, len);   /* the role ends with its process */
+    if (buf == NULL) {
+        return RP_ERROR;
+    }
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags        = UCP_AM_SEND_FLAG_RNDV;
+    *req_p = ucp_am_send_nbx(u->ep, id, NULL, 0, buf, len, &param);
+    return RP_ABSENT;
+}

@@ -78,6 +78,13 @@ int rp_run_pair(rp_role_t a, rp_role_t b, void *arg, double timeout_s,
 int rp_am_receiver(rp_ucx_t *u, int fd, unsigned id, ucp_am_recv_callback_t cb,
                    void *arg);
 
+/* A sending role's start over tcp: its UCX, connected in PEER mode, the
+ * other role's 'G' awaited, then one rendezvous active message of len
+ * bytes (handler id) posted, its request in *req_p.  RP_ABSENT (0) when
+ * posted, else RP_SKIP (no tcp) or RP_ERROR: the role's exit status. */
+int rp_rndv_sender(rp_ucx_t *u, int fd, unsigned id, size_t len,
+                   void **req_p);
+
 /* Run a pair whose receiver kills itself mid-transfer: the verdict is
  * given here (and the program exits) when the pair could not run, tcp is
  * not usable, or the receiver did not die by SIGKILL; else the sender's

@@ -61,23 +61,14 @@ static int receiver(int fd, void *arg)
 
 static int sender(int fd, void *arg)
 {
-    ucp_request_param_t param;
     ucs_status_t status;
     rp_ucx_t u;
-    void *buf, *req;
+    void *req;
+    int started = rp_rndv_sender(&u, fd, AM_ID, MSG_LEN, &req);
 
-    if (rp_ucx_init(&u, UCP_FEATURE_AM, "tcp", NULL) != UCS_OK) {
-        return RP_SKIP;
+    if (started != RP_ABSENT) {
+        return started;
     }
-    if ((rp_connect(&u, fd, UCP_ERR_HANDLING_MODE_PEER) != UCS_OK) ||
-        (rp_wait_byte(fd, 10.0) != 'G')) {
-        return RP_ERROR;
-    }
-    buf = calloc(1, MSG_LEN);
-    memset(&param, 0, sizeof(param));
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    param.flags        = UCP_AM_SEND_FLAG_RNDV;
-    req = ucp_am_send_nbx(u.ep, AM_ID, NULL, 0, buf, MSG_LEN, &param);
     while (!rp_fd_closed(fd)) {
         ucp_worker_progress(u.worker);
     }
