@@ -338,28 +338,37 @@ hixl_status_t hixl_peer_lookup(hixl_engine_t *engine, const char *remote,
 
 /* How long a UCX endpoint error waits for the control connection's end,
  * to tell a dead peer from a transport failure: a process's sockets close
- * one after the other as it exits, UCX's may go first. */
+ * one after the other as it exits, UCX's may go first.  It is waited under
+ * the engine lock, so it is a budget for a whole periodic pass: once one
+ * wait used it up, the other peers of the pass are looked at without
+ * waiting (many peers failing at once must not hold the lock for long). */
 #define HIXL_PEER_DEATH_WAIT_MS 20
 
 /* Whether the peer's control connection has ended from its side (shut
- * down or reset, unread bytes or not), waiting up to wait_ms for it:
- * then its process is gone.  Reads nothing. */
-static int hixl_peer_conn_ended(const hixl_peer_t *peer, int wait_ms)
+ * down or reset, unread bytes or not), waiting up to *budget_ms for it
+ * (a wait that ran out leaves no budget): then its process is gone.
+ * Reads nothing. */
+static int hixl_peer_conn_ended(const hixl_peer_t *peer, int *budget_ms)
 {
     struct pollfd pfd;
+    int n;
 
     if (peer->conn.fd < 0) {
         return 0;
     }
     pfd.fd     = peer->conn.fd;
     pfd.events = POLLRDHUP;
-    return (poll(&pfd, 1, wait_ms) == 1) &&
-           (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
+    n          = poll(&pfd, 1, *budget_ms);
+    if (n == 0) {
+        *budget_ms = 0;
+    }
+    return (n == 1) && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
 /* periodic: close peers whose UCX endpoint reported an error */
 static void hixl_peers_reap_errors(hixl_engine_t *engine, uint64_t now_ns)
 {
+    int budget_ms = HIXL_PEER_DEATH_WAIT_MS;
     hixl_peer_t *peer, *next;
     ucs_status_t err;
 
@@ -370,7 +379,7 @@ static void hixl_peers_reap_errors(hixl_engine_t *engine, uint64_t now_ns)
             hixl_log_warn("peer %s: UCX endpoint error: %s", peer->name,
                           ucs_status_string(err));
             if ((err == UCS_ERR_CONNECTION_RESET) ||
-                hixl_peer_conn_ended(peer, HIXL_PEER_DEATH_WAIT_MS)) {
+                hixl_peer_conn_ended(peer, &budget_ms)) {
                 /* UCX says "endpoint timeout" for a dead peer's tcp
                  * connection too: its control socket tells */
                 hixl_peer_close_why(peer, HIXL_STATS_CLOSED_PEER_DEATH);
