@@ -99,6 +99,11 @@ START_TEST(test_defaults_in_force)
     text = configured();
     ck_assert_ptr_nonnull(strstr(text, "UCX_ADAPTIVE_PROGRESS=n\n"));
     ck_assert_ptr_nonnull(strstr(text, "UCX_KEEPALIVE_NUM_EPS=inf\n"));
+    /* the transport setting, which UCX keeps by the name it took (1.13
+     * TX_SEG_SIZE, 1.22 TCP_TX_SEG_SIZE): a name refused is not there */
+    ck_assert_msg(strstr(text, "TX_SEG_SIZE=64k\n") != NULL,
+                  "tcp's segment size did not reach UCX %s",
+                  ucp_get_version_string());
     free(text);
 }
 END_TEST

@@ -5,6 +5,7 @@
 #include "config.h"
 #include "core/worker/ucx_settings.h"
 #include "core/worker/ucx_tls.h"
+#include "util/log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 typedef struct hixl_ucx_setting {
     const char        *key;       /* as ucp_config_modify takes it */
     const char        *value;
+    const char        *alt_key;   /* where this UCX refuses key, or NULL */
     const char *const *keep;      /* NULL-terminated; NULL: none */
     const char *const *tls;       /* NULL-terminated; NULL: any */
 } hixl_ucx_setting_t;
@@ -58,53 +60,57 @@ static const hixl_ucx_row_t hixl_ucx_rows[] = {
      "shared memory reports a dead peer, and lets an endpoint be "
      "force-closed, only with MM_ERROR_HANDLING",
      "MM_ERROR_HANDLING=y on the library's UCX context",
-     {"MM_ERROR_HANDLING", "y", NULL, hixl_tls_sm}, {NULL, NULL}},
+     {"MM_ERROR_HANDLING", "y", NULL, NULL, hixl_tls_sm}, {NULL, NULL}},
     {"adaptive-progress",
      "with adaptive progress a closed tcp connection stays in CLOSE_WAIT "
      "until other traffic wakes the transport",
      "ADAPTIVE_PROGRESS=n on the library's UCX context",
-     {"ADAPTIVE_PROGRESS", "n", hixl_keep_adaptive, NULL}, {NULL, NULL}},
+     {"ADAPTIVE_PROGRESS", "n", NULL, hixl_keep_adaptive, NULL}, {NULL, NULL}},
     {"keepalive-all-eps",
      "keepalive checks at most 128 endpoints a round, so dead same-host "
      "peers' endpoints and mappings pile up",
      "KEEPALIVE_NUM_EPS=inf on the library's UCX context",
-     {"KEEPALIVE_NUM_EPS", "inf", hixl_keep_keepalive, NULL}, {NULL, NULL}},
+     {"KEEPALIVE_NUM_EPS", "inf", NULL, hixl_keep_keepalive, NULL}, {NULL, NULL}},
     {"tcp-seg-size",
      "copied messages go in 8 KiB tcp segments by default",
      "TX_SEG_SIZE=64k on the library's UCX context",
-     {"TX_SEG_SIZE", "64k", hixl_keep_seg, hixl_tls_tcp}, {NULL, NULL}},
+     /* UCX 1.13's tcp takes it by its bare name only (it accepts the
+      * full one and ignores it); 1.22 refuses the bare name and takes
+      * the full one */
+     {"TX_SEG_SIZE", "64k", "TCP_TX_SEG_SIZE", hixl_keep_seg, hixl_tls_tcp},
+     {NULL, NULL}},
     {"tcp-put-emulation",
      "over tcp UCX emulates puts with messages whose handler aborts the "
      "target when the initiator dies mid-put",
      "tcp transfers go as the library's checked WRITE/READ messages",
-     {NULL, NULL, NULL, NULL},
+     {NULL, NULL, NULL, NULL, NULL},
      {hixl_ucx_data_path_forced, "HIXL_DATA_PATH=rma forces UCX's puts"}},
     {"rndv-peer-death",
      "a rendezvous whose sender closed mid-transfer is never completed "
      "(and trips an assertion in 1.13)",
      "the library's messages are eager, at most 60 KiB each",
-     {NULL, NULL, NULL, NULL}, {NULL, NULL}},
+     {NULL, NULL, NULL, NULL, NULL}, {NULL, NULL}},
     {"tcp-zcopy-twice",
      "a tcp zero-copy message that fails half-way is completed twice",
      "the library's messages use a generic datatype, which UCX copies",
-     {NULL, NULL, NULL, NULL}, {NULL, NULL}},
+     {NULL, NULL, NULL, NULL, NULL}, {NULL, NULL}},
     {"shm-queue-hole",
      "a sender killed while writing a shared-memory receive queue blocks "
      "it for every sender",
      "same-host data goes by kernel copy or by mapping, never through "
      "those queues",
-     {NULL, NULL, NULL, NULL}, {NULL, NULL}},
+     {NULL, NULL, NULL, NULL, NULL}, {NULL, NULL}},
     {"ep-no-disconnect",
      "an endpoint made from a worker address has no disconnect, and a "
      "forced close with a blocked tcp queue crashes after a partition "
      "heals",
      "endpoints close in order: flush, UNBIND and UNBIND_ACK, then the "
      "forced close",
-     {NULL, NULL, NULL, NULL}, {NULL, NULL}},
+     {NULL, NULL, NULL, NULL, NULL}, {NULL, NULL}},
     {"ep-transports",
      "no query for an endpoint's transports (before 1.14)",
      "the library reads the transports UCX prints for the endpoint",
-     {NULL, NULL, NULL, NULL},
+     {NULL, NULL, NULL, NULL, NULL},
      {hixl_ucx_ep_query_transports,
       "this UCX answers ucp_ep_query for transports"}},
 };
@@ -157,7 +163,15 @@ void hixl_ucx_settings_apply(ucp_config_t *config)
         const hixl_ucx_setting_t *s = &hixl_ucx_rows[i].setting;
 
         if ((s->key != NULL) && hixl_ucx_setting_applies(s, why, sizeof(why))) {
-            ucp_config_modify(config, s->key, s->value);
+            ucs_status_t us = ucp_config_modify(config, s->key, s->value);
+
+            if ((us != UCS_OK) && (s->alt_key != NULL)) {
+                us = ucp_config_modify(config, s->alt_key, s->value);
+            }
+            if (us != UCS_OK) {   /* the workaround would not be in force */
+                hixl_log_warn("UCX %s refused %s=%s: %s", ucp_get_version_string(),
+                              s->key, s->value, ucs_status_string(us));
+            }
         }
     }
 }
