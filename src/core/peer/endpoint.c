@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * A peer's UCX endpoint: creation in the right error mode, the error
- * handler, and the forced close.
+ * A peer's UCX endpoint: creation in the right error mode (its error
+ * record: core/peer/ep_err.h), and its end.
  */
 #include "config.h"
 #include "core/engine.h"
@@ -16,42 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What a UCX endpoint's error handler gets as its argument.  UCX may call
- * it until the endpoint's close completes, so it is freed by whichever
- * comes last of the close's completion and the peer. */
-struct hixl_ep_err {
-    atomic_int   status;    /* ucs_status_t reported, UCS_OK if none */
-    atomic_uint  refs;      /* the peer's, and the close's */
-    hixl_engine_t *engine;
-};
-
-void hixl_ep_err_release(hixl_ep_err_t *err)
-{
-    unsigned before = atomic_fetch_sub(&err->refs, 1);
-
-    hixl_assert(before >= 1);   /* the peer's and each close's */
-    if (before == 1) {
-        free(err);
-    }
-}
-
-static void hixl_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
-{
-    hixl_ep_err_t *err = arg;
-
-    /* UCX's lock is held here: only record it; periodic work closes the
-     * peer, if it still has this endpoint, under engine->lock
-     * (hixl_peers_reap_errors). */
-    hixl_log_debug("UCX endpoint %p error: %s", (void*)ep,
-                   ucs_status_string(status));
-    atomic_store(&err->status, (int)status);
-    hixl_progress_urgent(err->engine);
-}
-
 ucs_status_t hixl_peer_ep_error(const hixl_peer_t *peer)
 {
-    return (peer->ep_err != NULL) ?
-           (ucs_status_t)atomic_load(&peer->ep_err->status) : UCS_OK;
+    return (peer->ep_err != NULL) ? hixl_ep_err_status(peer->ep_err) :
+                                    UCS_OK;
 }
 
 static const char *hixl_tls_name(void)
@@ -195,21 +163,16 @@ hixl_status_t hixl_peer_ep_create(hixl_engine_t *engine, hixl_peer_t *peer,
     if (len == 0) {
         return hixl_error(HIXL_FAILED, "peer sent an empty worker address");
     }
-    peer->ep_err = calloc(1, sizeof(*peer->ep_err));
+    peer->ep_err = hixl_ep_err_new(engine);
     if (peer->ep_err == NULL) {
         return hixl_error(HIXL_RESOURCE_EXHAUSTED, "out of memory");
     }
-    atomic_init(&peer->ep_err->status, UCS_OK);
-    atomic_init(&peer->ep_err->refs, 1);
-    peer->ep_err->engine = engine;
 
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
-                        UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                        UCP_EP_PARAM_FIELD_ERR_HANDLER;
-    params.address         = (const ucp_address_t*)worker_addr;
-    params.err_handler.cb  = hixl_ep_error_cb;
-    params.err_handler.arg = peer->ep_err;
+                        UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    params.address    = (const ucp_address_t*)worker_addr;
+    hixl_ep_err_handler(peer->ep_err, &params);
     ustatus = hixl_ep_create_mode(engine, peer, &params, &mode);
     if (ustatus != UCS_OK) {
         peer->ep = NULL;
@@ -235,45 +198,6 @@ hixl_status_t hixl_peer_ep_create(hixl_engine_t *engine, hixl_peer_t *peer,
                    hixl_peer_is(peer, HIXL_PEER_F_EP_RDMA) ? ", RDMA lanes" :
                    "");
     return hixl_chan_bind(engine, peer->chan, mode == HIXL_ERROR_MODE_PEER);
-}
-
-static void hixl_ep_closed_cb(void *request, ucs_status_t status,
-                              void *user_data)
-{
-    ucp_request_free(request);
-    hixl_ep_err_release(user_data);
-}
-
-ucs_status_t hixl_ep_err_status(const hixl_ep_err_t *err)
-{
-    return (ucs_status_t)atomic_load(&err->status);
-}
-
-void hixl_ep_close_now(ucp_ep_h ep, hixl_ep_err_t *err, int peer_mode,
-                       const char *name)
-{
-    ucp_request_param_t param;
-    ucs_status_ptr_t sp;
-
-    memset(&param, 0, sizeof(param));
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS |
-                         UCP_OP_ATTR_FIELD_CALLBACK |
-                         UCP_OP_ATTR_FIELD_USER_DATA;
-    /* FORCE cancels what is queued; UCX refuses it in NONE mode (and then
-     * closes nothing): a flush close there */
-    param.flags        = peer_mode ? UCP_EP_CLOSE_FLAG_FORCE : 0;
-    param.cb.send      = hixl_ep_closed_cb;
-    param.user_data    = err;
-    /* the error handler's argument must outlive the close */
-    atomic_fetch_add(&err->refs, 1);
-    sp = ucp_ep_close_nbx(ep, &param);
-    if (!UCS_PTR_IS_PTR(sp)) {
-        if (UCS_PTR_IS_ERR(sp)) {
-            hixl_log_warn("closing the endpoint to %s: %s", name,
-                          ucs_status_string(UCS_PTR_STATUS(sp)));
-        }
-        hixl_ep_err_release(err);
-    }
 }
 
 void hixl_peer_ep_close(hixl_engine_t *engine, hixl_peer_t *peer,

@@ -56,14 +56,14 @@
 #ifndef HIXL_CORE_EP_CLOSE_H_
 #define HIXL_CORE_EP_CLOSE_H_
 
+#include "core/peer/ep_err.h"
+
 #include <hixl/hixl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <ucp/api/ucp.h>
 
-typedef struct hixl_engine hixl_engine_t;
-typedef struct hixl_ep_err hixl_ep_err_t;
 typedef struct hixl_ep_close hixl_ep_close_t;
 
 /* How long a connector waits for UNBIND_ACK once its flush is done (a

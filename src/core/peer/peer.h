@@ -24,6 +24,7 @@
 #ifndef HIXL_CORE_PEER_H_
 #define HIXL_CORE_PEER_H_
 
+#include "core/peer/ep_err.h"
 #include "core/peer/ep_flush.h"
 #include "core/peer/rtable.h"
 #include "util/log.h"
@@ -43,7 +44,6 @@ typedef enum hixl_peer_state {
     HIXL_PEER_CLOSED
 } hixl_peer_state_t;
 
-typedef struct hixl_ep_err hixl_ep_err_t;
 
 /* How a connection ended, as far as this side can tell: it decides how
  * its UCX endpoint is closed (core/peer/ep_close.h). */
@@ -249,15 +249,5 @@ void hixl_peer_ep_close(hixl_engine_t *engine, hixl_peer_t *peer,
 
 /* The error UCX reported on the peer's endpoint, or UCS_OK. */
 ucs_status_t hixl_peer_ep_error(const hixl_peer_t *peer);
-
-/* An endpoint's error record (the argument of its error handler): the
- * error UCX reported on it, or UCS_OK; a reference dropped. */
-ucs_status_t hixl_ep_err_status(const hixl_ep_err_t *err);
-void hixl_ep_err_release(hixl_ep_err_t *err);
-
-/* Close ep now: forced in PEER mode (what is queued is cancelled), a flush
- * close in NONE mode, where UCX refuses to force. */
-void hixl_ep_close_now(ucp_ep_h ep, hixl_ep_err_t *err, int peer_mode,
-                       const char *name);
 
 #endif
