@@ -146,8 +146,9 @@ typedef struct hixl_notify {
 
 /** The name of the notify an engine with hixl.NotifyPeerEnded=1 queues
  *  when a connection ends: its remote is the engine the connection was
- *  with, its message "disconnected: ...", "gone: ..." or "unreachable:
- *  ..." with the reason. */
+ *  with, its message "disconnected: ...", "gone: ...", "unreachable: ..."
+ *  or "failed: ..." with the reason, as hixl_connections_closed_total
+ *  counts it (disconnect, peer_death, peer_timeout, error). */
 #define HIXL_NOTIFY_PEER_ENDED "hixl.peer_ended"
 
 /** Fields of hixl_transfer_args_t that are set. */

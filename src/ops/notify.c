@@ -255,18 +255,19 @@ static void hixl_notify_fail_awaiting(hixl_request_t *req, void *arg)
  * ended, and how, as a notify from the engine it was with. */
 static void hixl_notify_peer_ended(hixl_engine_t *engine, hixl_peer_t *peer)
 {
-    static const char *const how[] = {
-        [HIXL_PEER_END_ABRUPT]  = "gone",
-        [HIXL_PEER_END_ORDERLY] = "disconnected",
-        [HIXL_PEER_END_CUT]     = "unreachable",
+    /* the reasons the metrics count the close by */
+    static const char *const how[HIXL_STATS_CLOSED_COUNT] = {
+        [HIXL_STATS_CLOSED_DISCONNECT]   = "disconnected",
+        [HIXL_STATS_CLOSED_PEER_TIMEOUT] = "unreachable",
+        [HIXL_STATS_CLOSED_PEER_DEATH]   = "gone",
+        [HIXL_STATS_CLOSED_ERROR]        = "failed",
     };
     char text[HIXL_ERROR_MSG_MAX + 32];
     hixl_msg_bytes_t name, body;
     int n;
 
     n = snprintf(text, sizeof(text), "%s: %s",
-                 ((unsigned)peer->end < sizeof(how) / sizeof(how[0])) ?
-                     how[peer->end] : "ended",
+                 how[hixl_peer_closed_why(peer)],
                  peer->close_reason[0] ? peer->close_reason : "closed");
     name.ptr = (const uint8_t*)HIXL_NOTIFY_PEER_ENDED;
     name.len = (uint32_t)strlen(HIXL_NOTIFY_PEER_ENDED);

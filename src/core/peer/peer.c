@@ -166,8 +166,7 @@ static void hixl_peer_unlink(hixl_peer_table_t *t, hixl_peer_t *peer)
     }
 }
 
-/* Why an established connection ended, as far as this side can tell. */
-static hixl_stats_closed_t hixl_peer_closed_why(const hixl_peer_t *peer)
+hixl_stats_closed_t hixl_peer_closed_why(const hixl_peer_t *peer)
 {
     if (peer->close_why > 0) {
         return (hixl_stats_closed_t)(peer->close_why - 1);

@@ -189,7 +189,12 @@ void hixl_peer_gone(hixl_peer_t *peer);
 
 /* How a connection that both sides may still hold ends when this side
  * ends it: ORDERLY, unless its process is known gone. */
-/* Say why peer closes, for the metrics (before hixl_peer_close). */
+/* Why an established connection ended, as far as this side can tell:
+ * peer->close_why where it was said, else as `gone` and `end` say.  What
+ * the metrics count and what hixl.NotifyPeerEnded tells. */
+hixl_stats_closed_t hixl_peer_closed_why(const hixl_peer_t *peer);
+
+/* Say why peer closes (before hixl_peer_close). */
 static inline void hixl_peer_close_why(hixl_peer_t *peer,
                                        hixl_stats_closed_t why)
 {
