@@ -106,6 +106,10 @@ static void bench_usage(FILE *out)
 "                    of one -s list), so the working set is one message, as\n"
 "                    in ucx_perftest: the per-descriptor cost without the\n"
 "                    memory-bandwidth limit of a large batch\n"
+"     --scatter      with -b: the repetitions in a shuffled order (the same\n"
+"                    at both ends), as the blocks of a paged KV cache that\n"
+"                    has run for a while: no descriptor is next to the one\n"
+"                    before it in memory\n"
 "     -S <min>:<max> size sweep: one measurement per power-of-two multiple\n"
 "                    of <min> up to <max> (replaces -s), e.g. -S 8:4M; rows\n"
 "                    are labelled with the size (first CSV column \"size\")\n"
@@ -309,13 +313,14 @@ static int bench_test_by_name(const char *name, bench_test_id_t *id)
 static void bench_parse_opts(bench_opts_t *opts, int argc, char **argv)
 {
     enum { OPT_TIMEOUT = 256, OPT_MAX_TIME, OPT_HIXL_OPT, OPT_ALLOC,
-           OPT_REUSE };
+           OPT_REUSE, OPT_SCATTER };
     static const struct option longopts[] = {
         {"timeout",  required_argument, NULL, OPT_TIMEOUT},
         {"max-time", required_argument, NULL, OPT_MAX_TIME},
         {"hixl-opt", required_argument, NULL, OPT_HIXL_OPT},
         {"alloc",    required_argument, NULL, OPT_ALLOC},
         {"reuse",    no_argument,       NULL, OPT_REUSE},
+        {"scatter",  no_argument,       NULL, OPT_SCATTER},
         {"sweep",    required_argument, NULL, 'S'},
         {"count",    required_argument, NULL, 'b'},
         {"help",     no_argument,       NULL, 'h'},
@@ -415,7 +420,10 @@ static void bench_parse_opts(bench_opts_t *opts, int argc, char **argv)
             bench_add_hixl_opt(opts, optarg);
             break;
         case OPT_REUSE:
-            opts->reuse = 1;
+            opts->layout = BENCH_LAYOUT_REUSE;
+            break;
+        case OPT_SCATTER:
+            opts->layout = BENCH_LAYOUT_SCATTER;
             break;
         case OPT_ALLOC:
             if (!strcmp(optarg, "hixl") || !strcmp(optarg, "ucx")) {
@@ -721,7 +729,7 @@ static int bench_client_run(bench_side_t *side, const bench_opts_t *opts,
     char msg[256] = "", *sizes, *line;
     uint8_t stop;
 
-    if (bench_build_descs(side, run, opts->reuse) != 0) {
+    if (bench_build_descs(side, run, (bench_layout_t)opts->layout) != 0) {
         return BENCH_EXIT_ERROR;
     }
     /* our target must not hold an old sequence number */
@@ -764,7 +772,8 @@ static int bench_client_run(bench_side_t *side, const bench_opts_t *opts,
 
     /* verification pass: one more transfer with a fresh pattern, every
      * byte of the message its own (also after --reuse) */
-    if (opts->reuse && (bench_build_descs(side, run, 0) != 0)) {
+    if ((opts->layout == BENCH_LAYOUT_REUSE) &&
+        (bench_build_descs(side, run, BENCH_LAYOUT_PACKED) != 0)) {
         return BENCH_EXIT_ERROR;
     }
     if (info->op == HIXL_WRITE) {
@@ -987,7 +996,7 @@ static int bench_server_prepare(bench_side_t *side, const bench_opts_t *opts,
     run->num_descs = (size_t)run->num_sizes * count;
     run->msg_size  = sum * count;
     run->name      = "";
-    if ((run->msg_size > side->len) || (bench_build_descs(side, run, 0) != 0)) {
+    if ((run->msg_size > side->len) || (bench_build_descs(side, run, BENCH_LAYOUT_PACKED) != 0)) {
         goto bad;
     }
     bench_mem_zero(bench_target(side), run->msg_size);

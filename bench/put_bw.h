@@ -66,7 +66,7 @@ typedef struct bench_opts {
     int                quiet;         /* -q */
     int                timeout_s;     /* --timeout */
     int                alloc_mmap;    /* --alloc mmap: not hixl_alloc_mem */
-    int                reuse;         /* --reuse: -b repeats the same bytes */
+    int                layout;        /* bench_layout_t: --reuse, --scatter */
     hixl_option_t     *hixl_opts;     /* --hixl-opt KEY=VALUE */
     unsigned           num_hixl_opts;
 } bench_opts_t;
@@ -133,10 +133,18 @@ void bench_pattern_fill(uint8_t *buf, size_t len, uint64_t seed);
 /* 0 when buf holds the pattern; otherwise -1 with a description in msg. */
 int  bench_pattern_check(const uint8_t *buf, size_t len, uint64_t seed,
                          char *msg, size_t msg_len);
-/* Descriptors of a run: target/local offsets alike, packed back to back. */
-/* The descriptors of run: the -s list repeated -b times, back to back in
- * memory, or (reuse) every repetition over the bytes of the first. */
-int  bench_build_descs(bench_side_t *side, const bench_run_t *run, int reuse);
+/* Where the -b repetitions of the -s list lie (local and target alike). */
+typedef enum bench_layout {
+    BENCH_LAYOUT_PACKED,    /* back to back, in order */
+    BENCH_LAYOUT_REUSE,     /* --reuse: all over the bytes of the first */
+    BENCH_LAYOUT_SCATTER    /* --scatter: in a shuffled order, so that no
+                               descriptor's neighbour in the list is its
+                               neighbour in memory */
+} bench_layout_t;
+
+/* The descriptors of run, laid out as layout says. */
+int  bench_build_descs(bench_side_t *side, const bench_run_t *run,
+                       bench_layout_t layout);
 /* Drive the engine's progress (no request of ours in flight). */
 void bench_progress(void *arg);
 

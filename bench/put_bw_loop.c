@@ -76,28 +76,66 @@ int bench_pattern_check(const uint8_t *buf, size_t len, uint64_t seed,
     return -1;
 }
 
-int bench_build_descs(bench_side_t *side, const bench_run_t *run, int reuse)
+/* Slot of repetition k: k itself, or (scatter) a shuffle of 0..count-1
+ * that moves every slot (fixed seed: runs compare).  NULL: out of memory. */
+static size_t *bench_slots(unsigned count, bench_layout_t layout)
+{
+    size_t *slot = malloc((count ? count : 1) * sizeof(*slot));
+    uint64_t x = 0x9e3779b97f4a7c15u;
+    size_t k, j, t;
+
+    if (slot == NULL) {
+        return NULL;
+    }
+    for (k = 0; k < count; ++k) {
+        slot[k] = k;
+    }
+    if (layout != BENCH_LAYOUT_SCATTER) {
+        return slot;
+    }
+    for (k = count; k > 1; --k) {   /* Sattolo: one cycle, no fixed point */
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        j       = (size_t)(x % (k - 1));
+        t       = slot[k - 1];
+        slot[k - 1] = slot[j];
+        slot[j] = t;
+    }
+    return slot;
+}
+
+int bench_build_descs(bench_side_t *side, const bench_run_t *run,
+                      bench_layout_t layout)
 {
     hixl_transfer_op_desc_t *d;
-    size_t i, off = 0;
+    size_t unit = run->msg_size / (run->count ? run->count : 1);
+    size_t i, k, off = 0, *slot;
 
-    d = realloc(side->descs, run->num_descs * sizeof(*d));
-    if (d == NULL) {
+    d    = realloc(side->descs, run->num_descs * sizeof(*d));
+    slot = bench_slots(run->count, layout);
+    if ((d == NULL) || (slot == NULL)) {
         fprintf(stderr, "put_bw: out of memory for %zu descriptors\n",
                 run->num_descs);
+        free(slot);
+        if (d != NULL) {
+            side->descs = d;
+        }
         return -1;
     }
     side->descs     = d;
     side->num_descs = run->num_descs;
     for (i = 0; i < run->num_descs; ++i) {
-        if (reuse && (i % run->num_sizes == 0)) {
-            off = 0;
+        if (i % run->num_sizes == 0) {
+            k   = i / run->num_sizes;
+            off = (layout == BENCH_LAYOUT_REUSE) ? 0 : slot[k] * unit;
         }
         d[i].local_addr  = (uintptr_t)bench_local(side) + off;
         d[i].remote_addr = side->peer_target + off;
         d[i].len         = run->sizes[i % run->num_sizes];
         off             += d[i].len;
     }
+    free(slot);
     return 0;
 }
 
