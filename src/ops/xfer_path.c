@@ -181,6 +181,8 @@ static ucs_status_t hixl_path_copy_post(hixl_xfer_ctx_t *x, size_t i,
 
 /* ---- am: the library's messages ---------------------------------------------- */
 
+/* Gathered into messages of several pieces (core/xfer/am_data.h); a full
+ * one goes at once. */
 static ucs_status_t hixl_path_am_post(hixl_xfer_ctx_t *x, size_t i,
                                       const hixl_transfer_op_desc_t *d,
                                       const hixl_xfer_slot_t *s)
@@ -188,14 +190,10 @@ static ucs_status_t hixl_path_am_post(hixl_xfer_ctx_t *x, size_t i,
     ucs_status_t ustatus;
 
     hixl_assert((s->path == HIXL_PATH_AM) && (x->peer->chan != NULL));
-    if (x->req->op == HIXL_WRITE) {
-        ustatus = hixl_am_write(x->engine, x->peer->chan, x->req,
-                                (const void*)d->local_addr, d->remote_addr,
+    ustatus = hixl_am_batch_add(x->engine, &x->am, x->peer->chan, x->req,
+                                (x->req->op == HIXL_WRITE) ? HIXL_AM_WRITE :
+                                HIXL_AM_READ, d->local_addr, d->remote_addr,
                                 d->len);
-    } else {
-        ustatus = hixl_am_read(x->engine, x->peer->chan, x->req,
-                               (void*)d->local_addr, d->remote_addr, d->len);
-    }
     if (ustatus != UCS_OK) {
         hixl_req_fail(x->req, HIXL_FAILED, "descriptor %zu: the library's "
                       "%s message was not sent: %s", i,
@@ -203,6 +201,19 @@ static ucs_status_t hixl_path_am_post(hixl_xfer_ctx_t *x, size_t i,
                       ucs_status_string(ustatus));
     }
     return ustatus;
+}
+
+/* The last message of the request. */
+static void hixl_path_am_submit(hixl_xfer_ctx_t *x)
+{
+    ucs_status_t ustatus = hixl_am_batch_flush(x->engine, &x->am);
+
+    if (ustatus != UCS_OK) {
+        hixl_req_fail(x->req, HIXL_FAILED, "the library's last %s message "
+                      "was not sent: %s",
+                      (x->req->op == HIXL_WRITE) ? "WRITE" : "READ",
+                      ucs_status_string(ustatus));
+    }
 }
 
 /* ---- ipc and stage: device memory ---------------------------------------------- */
@@ -230,7 +241,7 @@ static void hixl_path_dev_submit(hixl_xfer_ctx_t *x)
 
 const hixl_path_ops_t hixl_paths[HIXL_PATH_COUNT] = {
     [HIXL_PATH_RMA]   = {"rma", hixl_path_rma_post, NULL},
-    [HIXL_PATH_AM]    = {"am", hixl_path_am_post, NULL},
+    [HIXL_PATH_AM]    = {"am", hixl_path_am_post, hixl_path_am_submit},
     [HIXL_PATH_CMA]   = {"cma", hixl_path_copy_post, NULL},
     [HIXL_PATH_MAP]   = {"map", hixl_path_copy_post, NULL},
     [HIXL_PATH_IPC]   = {"ipc", hixl_path_dev_post, hixl_path_dev_submit},

@@ -29,6 +29,7 @@
 
 #include "core/engine.h"
 #include "core/peer/path.h"
+#include "core/xfer/am_data.h"
 
 typedef struct hixl_dev_unit hixl_dev_unit_t;
 
@@ -47,6 +48,8 @@ typedef struct hixl_xfer_ctx {
     int              blocking;   /* a transfer_sync: copies inline */
     hixl_dev_unit_t *unit;       /* device work gathered, submitted after
                                     the last descriptor */
+    hixl_am_batch_t  am;         /* library messages being gathered, sent
+                                    when full and after the last one */
 } hixl_xfer_ctx_t;
 
 typedef struct hixl_path_ops {

@@ -26,7 +26,7 @@
 /* Any change of a message's layout, the active messages' included
  * (core/am/am_proto.h), changes the version: a peer of another version is
  * refused with both numbers named (ctrl/dispatch.c). */
-#define CTRL_VERSION      4
+#define CTRL_VERSION      5
 #define CTRL_HDR_LEN      12
 #define CTRL_MAX_NAME     255           /* engine names, host ids */
 #define CTRL_MAX_NOTIFY_NAME 1024       /* hixl's limit (HIXL_NOTIFY_NAME_MAX) */

@@ -16,15 +16,18 @@
 #define HIXL_AM_CTX_CHUNK 256
 
 /* What a send in flight needs: its header (UCX reads it until the send is
- * done) and what to do when it ends. */
+ * done), its payload and what to do when it ends. */
 typedef struct hixl_am_ctx {
     struct hixl_am_ctx *next;
     hixl_engine_t      *engine;
     hixl_am_hdr_t       hdr;
     hixl_am_done_fn_t   on_done;
     void               *arg;
-    const void         *payload;  /* what the send packs (pack_dt) */
+    hixl_am_payload_t   payload;  /* what the send packs (pack_dt) */
+    struct iovec        one;      /* the part of a payload in one piece */
     size_t              payload_len;   /* with the seal of a guarded one */
+    size_t              cur_part; /* where packing is: parts[cur_part], */
+    size_t              cur_base; /* which starts at this offset of them */
     hixl_am_guard_t     guard;    /* begin NULL: unguarded */
     int                 broken;   /* a guarded send's data was let go */
     int                 taken;    /* out of the pool: ends exactly once */
@@ -138,54 +141,91 @@ static size_t hixl_am_pack_size(void *state)
     return ((const hixl_am_ctx_t*)state)->payload_len;
 }
 
-/* n bytes at offset of a guarded payload: the data while its guard lets
- * it be read, zeros once it does not, then the seal (core/am/am.h).  UCX
- * packs in order and may pack a part again (a send it had to retry). */
-static void hixl_am_pack_guarded(hixl_am_ctx_t *ctx, size_t offset,
-                                 char *dest, size_t n)
+/* n bytes of the parts from offset off of them into dest.  UCX packs in
+ * order, so a cursor finds the part; it may start a send again from its
+ * beginning (a send it had to retry), which sets the cursor back. */
+static void hixl_am_pack_parts(hixl_am_ctx_t *ctx, size_t off, char *dest,
+                               size_t n)
 {
-    size_t data_len = ctx->payload_len - HIXL_AM_SEAL_LEN;
-    size_t d        = (offset < data_len) ? data_len - offset : 0;
-    uint64_t seal;
+    const struct iovec *parts = ctx->payload.parts;
+    size_t in, k;
 
-    /* a guarded payload always carries its seal, and UCX packs within it */
-    hixl_assert(ctx->payload_len >= HIXL_AM_SEAL_LEN);
-    hixl_assert(offset + n <= ctx->payload_len);
-    if (d > n) {
-        d = n;
+    if (off < ctx->cur_base) {
+        ctx->cur_part = 0;
+        ctx->cur_base = 0;
     }
-    if (d > 0) {
-        if (!ctx->broken &&
-            ctx->guard.begin(ctx->engine, ctx->guard.arg, &ctx->hdr)) {
-            memcpy(dest, (const char*)ctx->payload + offset, d);
-            ctx->guard.end(ctx->guard.arg);
-        } else {
-            ctx->broken = 1;
-            memset(dest, 0, d);
+    while (n > 0) {
+        hixl_assert(ctx->cur_part < ctx->payload.num_parts);
+        in = off - ctx->cur_base;
+        if (in >= parts[ctx->cur_part].iov_len) {
+            ctx->cur_base += parts[ctx->cur_part].iov_len;
+            ctx->cur_part++;
+            continue;
         }
-    }
-    if (n > d) {
-        seal = ctx->broken ? HIXL_AM_SEAL_BROKEN : HIXL_AM_SEAL;
-        memcpy(dest + d, (const char*)&seal + (offset + d - data_len), n - d);
+        k = parts[ctx->cur_part].iov_len - in;
+        if (k > n) {
+            k = n;
+        }
+        memcpy(dest, (const char*)parts[ctx->cur_part].iov_base + in, k);
+        dest += k;
+        off  += k;
+        n    -= k;
     }
 }
 
+/* n bytes of the parts of a guarded payload: the data while its guard lets
+ * it be read, zeros once it does not (core/am/am.h). */
+static void hixl_am_pack_guarded(hixl_am_ctx_t *ctx, size_t off, char *dest,
+                                 size_t n)
+{
+    if (!ctx->broken &&
+        ctx->guard.begin(ctx->engine, ctx->guard.arg, &ctx->hdr)) {
+        hixl_am_pack_parts(ctx, off, dest, n);
+        ctx->guard.end(ctx->guard.arg);
+    } else {
+        ctx->broken = 1;
+        memset(dest, 0, n);
+    }
+}
+
+/* The payload is head, parts, and the seal of a guarded one: n bytes of it
+ * from offset. */
 static size_t hixl_am_pack(void *state, size_t offset, void *dest,
                            size_t max_length)
 {
-    hixl_am_ctx_t *ctx = state;
-    size_t n;
+    hixl_am_ctx_t *ctx           = state;
+    const hixl_am_payload_t *pl  = &ctx->payload;
+    size_t data_end              = pl->head_len + pl->parts_len;
+    char *out                    = dest;
+    size_t n, end, k;
+    uint64_t seal;
 
     hixl_assert(ctx->taken && (offset <= ctx->payload_len));
-    n = ctx->payload_len - offset;
-
-    if (n > max_length) {
-        n = max_length;
+    n   = ctx->payload_len - offset;
+    n   = (n > max_length) ? max_length : n;
+    end = offset + n;
+    if (offset < pl->head_len) {
+        k = ((end < pl->head_len) ? end : pl->head_len) - offset;
+        memcpy(out, (const char*)pl->head + offset, k);
+        out    += k;
+        offset += k;
     }
-    if (ctx->guard.begin != NULL) {
-        hixl_am_pack_guarded(ctx, offset, dest, n);
-    } else {
-        memcpy(dest, (const char*)ctx->payload + offset, n);
+    if ((offset < end) && (offset < data_end)) {
+        k = ((end < data_end) ? end : data_end) - offset;
+        if (ctx->guard.begin != NULL) {
+            hixl_am_pack_guarded(ctx, offset - pl->head_len, out, k);
+        } else {
+            hixl_am_pack_parts(ctx, offset - pl->head_len, out, k);
+        }
+        out    += k;
+        offset += k;
+    }
+    if (offset < end) {
+        /* only a guarded payload has bytes past its data: the seal */
+        hixl_assert((ctx->guard.begin != NULL) &&
+                    (end - data_end <= HIXL_AM_SEAL_LEN));
+        seal = ctx->broken ? HIXL_AM_SEAL_BROKEN : HIXL_AM_SEAL;
+        memcpy(out, (const char*)&seal + (offset - data_end), end - offset);
     }
     return n;
 }
@@ -257,12 +297,14 @@ static void hixl_am_sent_cb(void *request, ucs_status_t status,
     hixl_am_ctx_done(user_data);
 }
 
-/* Send ctx->hdr (+ data); ctx ends with the send.  Returns UCX's status:
- * UCS_OK once it is posted. */
+/* Send ctx->hdr and ctx->payload; ctx ends with the send.  Returns UCX's
+ * status: UCS_OK once it is posted. */
 static ucs_status_t hixl_am_post(ucp_ep_h ep, unsigned id, hixl_am_ctx_t *ctx,
-                                 const void *data, size_t len,
                                  uint32_t flags)
 {
+    const hixl_am_payload_t *pl = &ctx->payload;
+    size_t len                  = pl->head_len + pl->parts_len;
+    const void *data            = NULL;
     ucp_request_param_t param;
     ucs_status_ptr_t sp;
 
@@ -275,7 +317,6 @@ static ucs_status_t hixl_am_post(ucp_ep_h ep, unsigned id, hixl_am_ctx_t *ctx,
     param.flags        = flags;
     if (len > 0) {
         /* copied out, never zero-copy (hixl_am_pack_ops) */
-        ctx->payload        = data;
         ctx->payload_len    = len + ((ctx->guard.begin != NULL) ?
                                      HIXL_AM_SEAL_LEN : 0);
         len                 = ctx->payload_len;
@@ -294,6 +335,35 @@ static ucs_status_t hixl_am_post(ucp_ep_h ep, unsigned id, hixl_am_ctx_t *ctx,
     return UCS_PTR_STATUS(sp);
 }
 
+/* A context for a send of hdr, or NULL (on_done has run then). */
+static hixl_am_ctx_t *hixl_am_ctx_for(hixl_engine_t *engine,
+                                      const hixl_am_hdr_t *hdr,
+                                      hixl_am_done_fn_t on_done, void *arg)
+{
+    hixl_am_ctx_t *ctx = hixl_am_ctx_get(engine);
+
+    if (ctx == NULL) {
+        if (on_done != NULL) {
+            on_done(arg, hdr);
+        }
+        return NULL;
+    }
+    ctx->hdr     = *hdr;
+    ctx->on_done = on_done;
+    ctx->arg     = arg;
+    return ctx;
+}
+
+/* A payload of len bytes at data, in one part. */
+static void hixl_am_ctx_one(hixl_am_ctx_t *ctx, const void *data, size_t len)
+{
+    ctx->one.iov_base          = (void*)data;
+    ctx->one.iov_len           = len;
+    ctx->payload.parts         = &ctx->one;
+    ctx->payload.num_parts     = (len > 0) ? 1 : 0;
+    ctx->payload.parts_len     = len;
+}
+
 ucs_status_t hixl_am_send(hixl_engine_t *engine, ucp_ep_h ep, unsigned id,
                           const hixl_am_hdr_t *hdr, const void *data,
                           size_t len, uint32_t flags,
@@ -304,20 +374,38 @@ ucs_status_t hixl_am_send(hixl_engine_t *engine, ucp_ep_h ep, unsigned id,
 
     hixl_assert((ep != NULL) && (hdr != NULL) && ((len == 0) || (data != NULL)));
     hixl_assert((id > 0) && (id < HIXL_AM_LAST));
-    ctx = hixl_am_ctx_get(engine);
+    ctx = hixl_am_ctx_for(engine, hdr, on_done, arg);
     if (ctx == NULL) {
-        if (on_done != NULL) {
-            on_done(arg, hdr);
-        }
         return UCS_ERR_NO_MEMORY;
     }
-    ctx->hdr     = *hdr;
-    ctx->on_done = on_done;
-    ctx->arg     = arg;
+    hixl_am_ctx_one(ctx, data, len);
     if ((guard != NULL) && (len > 0)) {
         ctx->guard = *guard;
     }
-    return hixl_am_post(ep, id, ctx, data, len, flags);
+    return hixl_am_post(ep, id, ctx, flags);
+}
+
+ucs_status_t hixl_am_sendv(hixl_engine_t *engine, ucp_ep_h ep, unsigned id,
+                           const hixl_am_hdr_t *hdr,
+                           const hixl_am_payload_t *payload, uint32_t flags,
+                           const hixl_am_guard_t *guard,
+                           hixl_am_done_fn_t on_done, void *arg)
+{
+    hixl_am_ctx_t *ctx;
+
+    hixl_assert((ep != NULL) && (hdr != NULL) && (payload != NULL));
+    hixl_assert((payload->head_len == 0) || (payload->head != NULL));
+    hixl_assert((payload->parts_len == 0) || (payload->num_parts > 0));
+    hixl_assert((id > 0) && (id < HIXL_AM_LAST));
+    ctx = hixl_am_ctx_for(engine, hdr, on_done, arg);
+    if (ctx == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    ctx->payload = *payload;
+    if ((guard != NULL) && (payload->parts_len > 0)) {
+        ctx->guard = *guard;
+    }
+    return hixl_am_post(ep, id, ctx, flags);
 }
 
 void hixl_am_send_small(hixl_engine_t *engine, ucp_ep_h ep, unsigned id,
@@ -330,19 +418,14 @@ void hixl_am_send_small(hixl_engine_t *engine, ucp_ep_h ep, unsigned id,
 
     hixl_assert((ep != NULL) && (hdr != NULL) && ((len == 0) || (data != NULL)));
     hixl_assert((id > 0) && (id < HIXL_AM_LAST));
-    ctx = hixl_am_ctx_get(engine);
+    ctx = hixl_am_ctx_for(engine, hdr, on_done, arg);
     if (ctx == NULL) {
         hixl_log_warn("out of memory for an answer: the peer's operation "
                       "fails at its flush");
-        if (on_done != NULL) {
-            on_done(arg, hdr);
-        }
         return;
     }
-    ctx->hdr     = *hdr;
-    ctx->on_done = on_done;
-    ctx->arg     = arg;
-    ustatus = hixl_am_post(ep, id, ctx, data, len, flags);
+    hixl_am_ctx_one(ctx, data, len);
+    ustatus = hixl_am_post(ep, id, ctx, flags);
     if (ustatus != UCS_OK) {
         hixl_log_debug("active message %u not sent: %s", id,
                        ucs_status_string(ustatus));

@@ -34,6 +34,7 @@
 #include "core/am/am_proto.h"
 
 #include <hixl/hixl.h>
+#include <sys/uio.h>
 #include <ucp/api/ucp.h>
 
 typedef struct hixl_engine hixl_engine_t;
@@ -80,6 +81,27 @@ ucs_status_t hixl_am_send(hixl_engine_t *engine, ucp_ep_h ep, unsigned id,
                           size_t len, uint32_t flags,
                           const hixl_am_guard_t *guard,
                           hixl_am_done_fn_t on_done, void *arg);
+
+/*
+ * A payload in pieces, gathered when UCX packs it: head (the sender's own
+ * bytes, such as a table of the pieces) and then the parts, which are the
+ * guarded data when a guard is given.  Everything it points to, the part
+ * array included, stays until on_done.
+ */
+typedef struct hixl_am_payload {
+    const void         *head;
+    size_t              head_len;
+    const struct iovec *parts;
+    size_t              num_parts;
+    size_t              parts_len;   /* the parts' lengths summed */
+} hixl_am_payload_t;
+
+/* hixl_am_send with a payload in pieces (parts_len + head_len > 0). */
+ucs_status_t hixl_am_sendv(hixl_engine_t *engine, ucp_ep_h ep, unsigned id,
+                           const hixl_am_hdr_t *hdr,
+                           const hixl_am_payload_t *payload, uint32_t flags,
+                           const hixl_am_guard_t *guard,
+                           hixl_am_done_fn_t on_done, void *arg);
 
 /* The same for an answer or a small message whose failure only matters to
  * the log (handlers included). */

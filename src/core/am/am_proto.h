@@ -6,13 +6,14 @@
  *   BIND       connector -> listener's in worker, with UCX's REPLY flag:
  *              "the endpoint this arrives on serves connection <conn>"
  *   BIND_ACK   back on it: the listener owns that endpoint now
- *   WRITE      (am data path) data for [addr, +len) of connection <conn>,
- *              then the seal (HIXL_AM_SEAL); the answer (the bytes are in
- *              memory, or why not) comes on the control connection
- *              (DATA_ACK), as UCX may destroy the endpoint before a
- *              rendezvous receive ends
- *   READ       (am data path) send me [addr, +len)
- *   READ_DATA  the bytes, or why not
+ *   WRITE      (am data path) pieces of data for connection <conn>: a
+ *              table of the pieces (hixl_am_piece_t x count), their data
+ *              back to back, then the seal (HIXL_AM_SEAL); the answer (the
+ *              bytes are in memory, or why not) comes on the control
+ *              connection (DATA_ACK), as UCX may destroy the endpoint
+ *              before a rendezvous receive ends
+ *   READ       (am data path) send me these pieces: the table alone
+ *   READ_DATA  the table again and the pieces' data, or why not
  *   UNBIND     connector -> listener, REPLY flag, when the connector ends
  *              the connection: "close the endpoint this arrives on"
  *   UNBIND_ACK back on it, just before the listener closes it
@@ -45,7 +46,7 @@ enum {
 /* Any change of a message's layout changes this and the control
  * protocol's version (wire/ctrl_msg.h), so that the handshake refuses a
  * peer of another version. */
-#define HIXL_AM_VERSION 2
+#define HIXL_AM_VERSION 3
 
 /* The last bytes of a guarded send's payload (core/am/am.h): intact, or
  * broken when its sender stopped reading the data part-way. */
@@ -68,12 +69,36 @@ typedef struct hixl_am_hdr {
     uint64_t conn;     /* the listener's id of the connection */
     uint64_t chan;     /* the connector's id of it (echoed in answers) */
     uint64_t cookie;   /* the connector's request handle (echoed) */
-    uint64_t addr;     /* in the listener's memory */
-    uint64_t len;
-    uint64_t local;    /* READ: where the data goes at the connector */
+    uint64_t addr;     /* WRITE, READ: the first piece's, in the listener's
+                          memory; answers: the piece refused */
+    uint64_t len;      /* the pieces' bytes (a refused piece's) */
+    uint32_t count;    /* pieces in the table */
     int32_t  status;   /* answers: hixl_status_t */
-    uint32_t reserved;
 } hixl_am_hdr_t;
+
+/* One piece of a WRITE, READ or READ_DATA: bytes [remote, +len) of the
+ * listener's memory and [local, +len) of the connector's. */
+typedef struct hixl_am_piece {
+    uint64_t remote;
+    uint64_t local;
+    uint64_t len;
+} hixl_am_piece_t;
+
+/* A message's data at most, and its table and data together at most:
+ * with the headers and the seal they fit one of the 64 KiB segments the
+ * library gives UCX's tcp (core/worker/ucx_settings.c), so the receiver's
+ * UCX hands the handler its receive buffer instead of reassembling
+ * fragments into a buffer of its own first (a malloc and a copy per
+ * message). */
+#define HIXL_AM_CHUNK       (60 * 1024)
+#define HIXL_AM_PAYLOAD_MAX (63 * 1024)
+/* Pieces in a message at most: bounds what a receiver walks per message
+ * and the table's share of small pieces' messages. */
+#define HIXL_AM_MAX_PIECES  256
+/* A descriptor is cut across messages at multiples of this from its
+ * start, so that a WRITE cut short (its connection ended) leaves whole
+ * pages of it old or new, never a page torn at a message's edge. */
+#define HIXL_AM_CUT         4096
 
 static inline void hixl_am_hdr_init(hixl_am_hdr_t *h)
 {

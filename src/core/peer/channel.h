@@ -37,7 +37,7 @@
 typedef struct hixl_engine  hixl_engine_t;
 typedef struct hixl_peer    hixl_peer_t;
 typedef struct hixl_chan    hixl_chan_t;
-typedef struct hixl_am_wait hixl_am_wait_t;
+typedef struct hixl_am_msg hixl_am_msg_t;
 
 struct hixl_chan {
     atomic_uint   gen;          /* of the slot: part of the id */
@@ -68,7 +68,7 @@ struct hixl_chan {
     /* library WRITEs (core/xfer/am_data.c): bytes UCX holds to send, and
      * those waiting for room (under the message pool's lock) */
     atomic_long     am_window;
-    hixl_am_wait_t *am_wait_head, *am_wait_tail;
+    hixl_am_msg_t  *am_wait_head, *am_wait_tail;
     int             am_draining;  /* taken off the queue, being sent */
     hixl_chan_t    *am_next;      /* in the pool's list of waiting ones */
     /* chunks of same-host copies (ops/copier.c) and packs of WRITEs

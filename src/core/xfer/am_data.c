@@ -1,21 +1,22 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The library's WRITE/READ data protocol (see am_data.h).
+ * The connector's half of the WRITE/READ data protocol (see am_data.h):
+ * descriptors gathered into messages, the window of WRITEs per channel,
+ * and the answers.  The target's half is am_target.c.
  *
- * Threads: posting runs under engine->lock, and WRITEs that waited for
- * room in their channel's window are posted from a progress callback;
- * everything else runs in UCX callbacks (inside ucp_worker_progress of the
- * in or out worker), which never take engine->lock.  They take engine->serve_lock for reading while
- * they check a connection, a channel or a region and while they use an
- * endpoint that a close could otherwise free; closes and region changes
- * take it for writing and call no UCX function while they hold it.
+ * Threads: gathering and posting run under engine->lock, and WRITEs that
+ * waited for room in their channel's window are posted from a progress
+ * callback; answers run in UCX callbacks (inside ucp_worker_progress of
+ * the out worker) or from the control connection, which never take
+ * engine->lock.  They take engine->serve_lock for reading while they check
+ * a channel or a region; closes and region changes take it for writing
+ * and call no UCX function while they hold it.
  */
 #include "config.h"
 #include "core/xfer/am_data.h"
-#include "core/peer/ep_close.h"
+#include "core/xfer/am_table.h"
+#include "core/xfer/am_target.h"
 #include "core/engine.h"
-#include "core/peer/inbound.h"
-#include "util/copy.h"
 #include "util/debug.h"
 #include "util/log.h"
 
@@ -23,26 +24,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A WRITE or READ_DATA message carries at most this much: with its
- * headers and seal it fits one of the 64 KiB segments the library gives
- * UCX's tcp (core/engine.c), so the receiver's UCX hands the handler its
- * receive buffer instead of reassembling fragments into a buffer of its
- * own first (a malloc and a copy per message). */
-#define HIXL_AM_CHUNK     (60 * 1024)
 /* WRITE data in UCX's hands at most, per channel: enough to keep a tcp
  * connection busy (tens of milliseconds of data), little enough that a
  * peer that cannot be reached does not hold many callers' transfers in
  * a queue that will only fail (ep_close.h). */
 #define HIXL_AM_WINDOW    (16u * 1024 * 1024)
+/* Pieces a message has room for when it is started; it grows to
+ * HIXL_AM_MAX_PIECES when small pieces follow. */
+#define HIXL_AM_FIRST_CAP 4
 
-/* A WRITE waiting for room in its channel's window (counted in the
- * channel's slot already, so the flush waits for it; dropped when the
- * channel closes). */
-struct hixl_am_wait {
-    hixl_am_wait_t      *next;
-    hixl_request_t      *req;
-    hixl_am_hdr_t        hdr;
-    const void          *data;    /* the caller's: read when it is sent */
+/* A WRITE or READ message being gathered, waiting for room in its
+ * channel's window (counted in the channel's slot already, so the flush
+ * waits for it; dropped when the channel closes) or in UCX's hands. */
+struct hixl_am_msg {
+    hixl_am_msg_t     *next;      /* its channel's queue, while it waits */
+    hixl_request_t    *req;
+    hixl_chan_t       *chan;
+    unsigned           id;        /* HIXL_AM_WRITE or HIXL_AM_READ */
+    uint32_t           cap;       /* room in pieces[] and parts[] */
+    hixl_am_hdr_t      hdr;       /* count and len: of the pieces */
+    hixl_am_piece_t   *pieces;    /* the table: the payload's head */
+    struct iovec      *parts;     /* WRITE: the pieces' data here */
 };
 
 /* The WRITEs waiting for room: channels with WRITEs waiting, under a
@@ -57,16 +59,85 @@ typedef struct hixl_am_data {
 /* REPLY: the target checks that it arrives on the connection's endpoint */
 #define HIXL_AM_DATA_FLAGS (UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER)
 
+/* ---- messages ----------------------------------------------------------- */
+
+/* m (or a new message when NULL) with room for cap pieces, or NULL when
+ * out of memory (m is kept then).  The table and the parts follow the
+ * message in one allocation. */
+static hixl_am_msg_t *hixl_am_msg_room(hixl_am_msg_t *m, uint32_t cap)
+{
+    uint32_t old = (m != NULL) ? m->cap : 0;
+    hixl_am_msg_t *n;
+
+    n = realloc(m, sizeof(*n) + cap * (sizeof(*n->pieces) +
+                                       sizeof(*n->parts)));
+    if (n == NULL) {
+        return NULL;
+    }
+    if (m == NULL) {
+        memset(n, 0, sizeof(*n));
+    }
+    n->pieces = (hixl_am_piece_t*)(n + 1);
+    n->parts  = (struct iovec*)&n->pieces[cap];
+    /* the parts were after the smaller table */
+    memmove(n->parts, &n->pieces[old], old * sizeof(*n->parts));
+    n->cap    = cap;
+    return n;
+}
+
+static void hixl_am_msg_free(void *arg, const hixl_am_hdr_t *hdr)
+{
+    free(arg);
+}
+
+/* Bytes of data the next piece of m can carry (its table entry counted). */
+static size_t hixl_am_msg_room_for(const hixl_am_msg_t *m)
+{
+    size_t used = (size_t)(m->hdr.count + 1) * sizeof(hixl_am_piece_t) +
+                  m->hdr.len;
+    size_t room;
+
+    if ((m->hdr.count >= HIXL_AM_MAX_PIECES) ||
+        (used >= HIXL_AM_PAYLOAD_MAX) || (m->hdr.len >= HIXL_AM_CHUNK)) {
+        return 0;
+    }
+    room = HIXL_AM_PAYLOAD_MAX - used;
+    return (HIXL_AM_CHUNK - m->hdr.len < room) ? HIXL_AM_CHUNK - m->hdr.len :
+           room;
+}
+
+/* How much of a piece of len bytes goes into m: all of it, or (cut) as
+ * many whole HIXL_AM_CUT units as fit, 0 when none does. */
+static size_t hixl_am_msg_take(const hixl_am_msg_t *m, size_t len)
+{
+    size_t room = hixl_am_msg_room_for(m);
+
+    return (len <= room) ? len : room - room % HIXL_AM_CUT;
+}
+
+static void hixl_am_msg_payload(const hixl_am_msg_t *m, hixl_am_payload_t *pl)
+{
+    pl->head      = m->pieces;
+    pl->head_len  = (size_t)m->hdr.count * sizeof(*m->pieces);
+    pl->parts     = (m->id == HIXL_AM_WRITE) ? m->parts : NULL;
+    pl->num_parts = (m->id == HIXL_AM_WRITE) ? m->hdr.count : 0;
+    pl->parts_len = (m->id == HIXL_AM_WRITE) ? m->hdr.len : 0;
+}
+
+/* ---- the window of WRITEs ------------------------------------------------ */
+
 /* A WRITE is out of UCX's hands: it no longer counts in its channel's
  * window (hdr->chan: the channel's id when it was sent). */
 static void hixl_am_write_done(void *arg, const hixl_am_hdr_t *hdr)
 {
-    hixl_chan_t *chan = arg;
+    hixl_am_msg_t *m  = arg;
+    hixl_chan_t *chan = m->chan;
 
     /* a channel stopped since has a new window, or none */
     if (chan->id == hdr->chan) {
         atomic_fetch_sub(&chan->am_window, (long)hdr->len);
     }
+    free(m);
 }
 
 /* The guard of a WRITE's data (core/am/am.h): the caller's buffer may be
@@ -87,26 +158,27 @@ static void hixl_am_write_end(void *arg)
 }
 
 /*
- * Send a WRITE straight from the caller's buffer, which UCX packs part by
+ * Send a WRITE straight from the caller's buffers, which UCX packs part by
  * part as the socket takes them, under the guard above: a transfer that
- * ends (its connection closed) lets go of its buffer at once although its
+ * ends (its connection closed) lets go of its buffers at once although its
  * endpoint may keep the send until the network heals (ep_close.h); what
  * is packed after that is zeros under a broken seal, and the target drops
- * it whole.  UCX's status: UCS_OK once posted.
+ * it whole.  UCX's status: UCS_OK once posted (m is UCX's then).
  */
 static ucs_status_t hixl_am_post_write(hixl_engine_t *engine,
-                                       hixl_chan_t *chan,
-                                       const hixl_am_hdr_t *hdr,
-                                       const void *data)
+                                       hixl_am_msg_t *m)
 {
+    hixl_chan_t *chan           = m->chan;
     const hixl_am_guard_t guard = {hixl_am_write_begin, hixl_am_write_end,
                                    chan};
+    hixl_am_payload_t pl;
 
+    hixl_am_msg_payload(m, &pl);
     /* the WRITE counts in the window until its send ends, whatever ends
      * it (hixl_am_write_done runs in every case) */
-    atomic_fetch_add(&chan->am_window, (long)hdr->len);
-    return hixl_am_send(engine, chan->ep, HIXL_AM_WRITE, hdr, data, hdr->len,
-                        HIXL_AM_DATA_FLAGS, &guard, hixl_am_write_done, chan);
+    atomic_fetch_add(&chan->am_window, (long)m->hdr.len);
+    return hixl_am_sendv(engine, chan->ep, HIXL_AM_WRITE, &m->hdr, &pl,
+                         HIXL_AM_DATA_FLAGS, &guard, hixl_am_write_done, m);
 }
 
 /* Whether a WRITE of len bytes may go now on chan: its window has room and
@@ -117,53 +189,40 @@ static int hixl_am_window_open(const hixl_chan_t *chan, size_t len)
            (atomic_load(&chan->am_window) + (long)len <= HIXL_AM_WINDOW);
 }
 
-/* Queue a WRITE on chan until its window has room (pool lock held). */
-static ucs_status_t hixl_am_wait(hixl_am_data_t *pool, hixl_chan_t *chan,
-                                 hixl_request_t *req, const hixl_am_hdr_t *hdr,
-                                 const void *data)
+/* Queue a WRITE on its channel until the window has room (pool lock
+ * held). */
+static void hixl_am_wait(hixl_am_data_t *pool, hixl_am_msg_t *m)
 {
-    hixl_am_wait_t *w;
+    hixl_chan_t *chan = m->chan;
 
-    hixl_assert((req != NULL) && (hdr->len > 0) && (data != NULL));
     /* a channel is listed exactly while it has WRITEs waiting */
     hixl_assert((chan->am_wait_head == NULL) == (chan->am_wait_tail == NULL));
-    w = malloc(sizeof(*w));
-    if (w == NULL) {
-        return UCS_ERR_NO_MEMORY;
-    }
-    w->next = NULL;
-    w->req  = req;
-    w->hdr  = *hdr;
-    w->data = data;
+    m->next = NULL;
     if (chan->am_wait_tail != NULL) {
-        chan->am_wait_tail->next = w;
+        chan->am_wait_tail->next = m;
     } else {
-        chan->am_wait_head = w;
+        chan->am_wait_head = m;
         chan->am_next      = pool->waiting;   /* first one: list it */
         pool->waiting      = chan;
         atomic_fetch_add(&pool->nwaiting, 1);
     }
-    chan->am_wait_tail = w;
-    return UCS_OK;
+    chan->am_wait_tail = m;
 }
 
 /* A WRITE: sent now if the window lets it, else queued. */
 static ucs_status_t hixl_am_send_write(hixl_engine_t *engine,
-                                       hixl_chan_t *chan, hixl_request_t *req,
-                                       const hixl_am_hdr_t *hdr,
-                                       const void *data)
+                                       hixl_am_msg_t *m)
 {
     hixl_am_data_t *pool = engine->am_data;
-    ucs_status_t ustatus;
 
     pthread_spin_lock(&pool->lock);
-    if (!hixl_am_window_open(chan, hdr->len)) {
-        ustatus = hixl_am_wait(pool, chan, req, hdr, data);
+    if (!hixl_am_window_open(m->chan, m->hdr.len)) {
+        hixl_am_wait(pool, m);
         pthread_spin_unlock(&pool->lock);
-        return ustatus;
+        return UCS_OK;
     }
     pthread_spin_unlock(&pool->lock);
-    return hixl_am_post_write(engine, chan, hdr, data);
+    return hixl_am_post_write(engine, m);
 }
 
 /* A channel closed (channel.h's close hook, serve_lock held for writing):
@@ -172,12 +231,12 @@ static ucs_status_t hixl_am_send_write(hixl_engine_t *engine,
 static void hixl_am_chan_closed(hixl_engine_t *engine, hixl_chan_t *chan)
 {
     hixl_am_data_t *pool = engine->am_data;
-    hixl_am_wait_t *w, *next;
+    hixl_am_msg_t *m, *next;
     hixl_chan_t **pp;
 
     pthread_spin_lock(&pool->lock);
-    w = chan->am_wait_head;
-    if (w != NULL) {
+    m = chan->am_wait_head;
+    if (m != NULL) {
         for (pp = &pool->waiting; *pp != chan; pp = &(*pp)->am_next) {
             hixl_assert(*pp != NULL);   /* a channel with WRITEs is listed */
         }
@@ -189,19 +248,18 @@ static void hixl_am_chan_closed(hixl_engine_t *engine, hixl_chan_t *chan)
     chan->am_draining  = 0;
     atomic_store(&chan->am_window, 0);
     pthread_spin_unlock(&pool->lock);
-    for (; w != NULL; w = next) {   /* their transfers ended with it */
-        next = w->next;
-        free(w);
+    for (; m != NULL; m = next) {   /* their transfers ended with it */
+        next = m->next;
+        free(m);
     }
 }
 
 /* The WRITEs of waiting channels whose windows have room now, taken off
- * their queues (pool lock held), in order, each with its channel. */
-static hixl_am_wait_t *hixl_am_take_ready(hixl_am_data_t *pool,
-                                          hixl_chan_t **chans, size_t max,
-                                          size_t *count)
+ * their queues (pool lock held), in order. */
+static hixl_am_msg_t *hixl_am_take_ready(hixl_am_data_t *pool, size_t max,
+                                         size_t *count)
 {
-    hixl_am_wait_t *out = NULL, **tail = &out, *w;
+    hixl_am_msg_t *out = NULL, **tail = &out, *m;
     hixl_chan_t **pp, *chan;
     long room;
 
@@ -209,14 +267,14 @@ static hixl_am_wait_t *hixl_am_take_ready(hixl_am_data_t *pool,
     for (pp = &pool->waiting; ((chan = *pp) != NULL) && (*count < max);) {
         room = HIXL_AM_WINDOW - atomic_load(&chan->am_window);
         hixl_assert(chan->am_wait_head != NULL);   /* listed: it waits */
-        while (((w = chan->am_wait_head) != NULL) &&
-               ((long)w->hdr.len <= room) && (*count < max)) {
-            room              -= (long)w->hdr.len;
-            chan->am_wait_head = w->next;
-            w->next            = NULL;
-            *tail              = w;
-            tail               = &w->next;
-            chans[(*count)++]  = chan;
+        while (((m = chan->am_wait_head) != NULL) &&
+               ((long)m->hdr.len <= room) && (*count < max)) {
+            room              -= (long)m->hdr.len;
+            chan->am_wait_head = m->next;
+            m->next            = NULL;
+            *tail              = m;
+            tail               = &m->next;
+            (*count)++;
             chan->am_draining++;   /* later WRITEs wait for these */
         }
         if (chan->am_wait_head == NULL) {
@@ -238,10 +296,12 @@ static hixl_am_wait_t *hixl_am_take_ready(hixl_am_data_t *pool,
 static unsigned hixl_am_progress(hixl_engine_t *engine)
 {
     hixl_am_data_t *pool = engine->am_data;
-    hixl_chan_t *chans[HIXL_AM_BATCH];
-    hixl_am_wait_t *w, *next;
+    hixl_am_msg_t *m, *next;
+    hixl_am_hdr_t hdr;
+    hixl_request_t *req;
+    hixl_chan_t *chan;
     ucs_status_t ustatus;
-    size_t i, n;
+    size_t n;
 
     if (atomic_load(&pool->nwaiting) == 0) {
         return 0;
@@ -251,61 +311,63 @@ static unsigned hixl_am_progress(hixl_engine_t *engine)
      * until its WRITEs are posted */
     pthread_rwlock_rdlock(&engine->serve_lock);
     pthread_spin_lock(&pool->lock);
-    w = hixl_am_take_ready(pool, chans, HIXL_AM_BATCH, &n);
+    m = hixl_am_take_ready(pool, HIXL_AM_BATCH, &n);
     pthread_spin_unlock(&pool->lock);
-    for (i = 0; w != NULL; w = next, ++i) {
-        hixl_assert(i < n);   /* a channel taken for every WRITE */
-        next    = w->next;
-        ustatus = hixl_am_post_write(engine, chans[i], &w->hdr, w->data);
+    for (; m != NULL; m = next) {
+        next = m->next;
+        chan = m->chan;
+        req  = m->req;
+        hdr  = m->hdr;   /* m is UCX's once posted */
+        ustatus = hixl_am_post_write(engine, m);
         pthread_spin_lock(&pool->lock);
-        hixl_assert(chans[i]->am_draining > 0);   /* taken above */
-        chans[i]->am_draining--;
+        hixl_assert(chan->am_draining > 0);   /* taken above */
+        chan->am_draining--;
         pthread_spin_unlock(&pool->lock);
         if (ustatus != UCS_OK) {
-            hixl_req_fail(w->req, HIXL_FAILED, "a WRITE of %" PRIu64
+            hixl_req_fail(req, HIXL_FAILED, "a WRITE of %" PRIu64
                           " bytes to 0x%" PRIx64 " was not sent: %s",
-                          w->hdr.len, w->hdr.addr,
-                          ucs_status_string(ustatus));
-            hixl_chan_answered(chans[i], w->hdr.flags & HIXL_AM_FLAG_SLOT,
+                          hdr.len, hdr.addr, ucs_status_string(ustatus));
+            hixl_chan_answered(chan, hdr.flags & HIXL_AM_FLAG_SLOT,
                                HIXL_ANSWER_ON_CONTROL);
         }
-        free(w);
     }
     pthread_rwlock_unlock(&engine->serve_lock);
     return (unsigned)n;
 }
 
-/* A WRITE or READ on the channel (more: HIXL_AM_FLAG_MORE or 0); the slot
- * is counted before the send, so an answer can never come first. */
-static ucs_status_t hixl_am_request(hixl_engine_t *engine, hixl_chan_t *chan,
-                                    hixl_request_t *req, unsigned id,
-                                    uint64_t remote, uint64_t local,
-                                    const void *data, size_t len,
-                                    unsigned more)
+/* ---- gathering descriptors into messages ---------------------------------- */
+
+/* Send the message batch gathered (more: HIXL_AM_FLAG_MORE, or 0 for the
+ * request's last); the slot is counted before the send, so an answer can
+ * never come first. */
+static ucs_status_t hixl_am_batch_send(hixl_engine_t *engine,
+                                       hixl_am_batch_t *batch,
+                                       unsigned more)
 {
-    hixl_answer_via_t via = (id == HIXL_AM_WRITE) ? HIXL_ANSWER_ON_CONTROL :
+    hixl_am_msg_t *m      = batch->msg;
+    hixl_chan_t *chan     = m->chan;
+    hixl_answer_via_t via = (m->id == HIXL_AM_WRITE) ?
+                            HIXL_ANSWER_ON_CONTROL :
                             HIXL_ANSWER_ELSEWHERE;   /* READ_DATA: UCX */
+    hixl_am_payload_t pl;
     ucs_status_t ustatus;
-    hixl_am_hdr_t hdr;
     unsigned slot;
 
-    hixl_assert((len > 0) && (len <= HIXL_AM_CHUNK));
-    hixl_assert((id != HIXL_AM_WRITE) || (data != NULL));
     hixl_assert_locked(&engine->lock);   /* posts are the caller's */
-    hixl_am_hdr_init(&hdr);
-    slot       = hixl_chan_post(chan, via);
-    hdr.flags  = (uint16_t)(slot | more);
-    hdr.conn   = chan->conn;
-    hdr.chan   = chan->id;
-    hdr.cookie = req->handle;
-    hdr.addr   = remote;
-    hdr.len    = len;
-    hdr.local  = local;
-    if (id == HIXL_AM_WRITE) {
-        ustatus = hixl_am_send_write(engine, chan, req, &hdr, data);
+    hixl_assert((m->hdr.count > 0) && (m->hdr.len > 0));
+    batch->msg = NULL;
+    slot         = hixl_chan_post(chan, via);
+    m->hdr.flags = (uint16_t)(slot | more);
+    m->hdr.conn  = chan->conn;
+    m->hdr.chan  = chan->id;
+    m->hdr.addr  = m->pieces[0].remote;
+    if (m->id == HIXL_AM_WRITE) {
+        ustatus = hixl_am_send_write(engine, m);
     } else {
-        ustatus = hixl_am_send(engine, chan->ep, id, &hdr, NULL, 0,
-                               HIXL_AM_DATA_FLAGS, NULL, NULL, NULL);
+        hixl_am_msg_payload(m, &pl);
+        ustatus = hixl_am_sendv(engine, chan->ep, HIXL_AM_READ, &m->hdr, &pl,
+                                HIXL_AM_DATA_FLAGS, NULL, hixl_am_msg_free,
+                                m);
     }
     if (ustatus != UCS_OK) {
         hixl_chan_answered(chan, slot, via);   /* no answer will come */
@@ -313,184 +375,81 @@ static ucs_status_t hixl_am_request(hixl_engine_t *engine, hixl_chan_t *chan,
     return ustatus;
 }
 
-/*
- * Large transfers go as several messages of at most HIXL_AM_CHUNK bytes,
- * each sent eagerly and answered on its own.  UCX's rendezvous would move
- * them with fewer copies (one CMA copy on one host), but UCX 1.13 does not
- * survive its peer going away in the middle of one: a send whose receiver
- * died is never called back or freed (tcp and shared memory alike), and a
- * receive whose sender closed its endpoint is left on UCX's own endpoint,
- * where worker destroy asserts on it.  A WRITE's data is read from the
- * caller's buffer only while its connection is open (hixl_am_post_write);
- * at most HIXL_AM_WINDOW bytes of WRITEs in UCX's hands per channel.
- */
-static ucs_status_t hixl_am_chunks(hixl_engine_t *engine, hixl_chan_t *chan,
-                                   hixl_request_t *req, unsigned id,
-                                   uint64_t remote, uintptr_t local,
-                                   size_t len)
+/* The message to add a piece to: batch's, grown if its table is full, or
+ * a new one; NULL when out of memory. */
+static hixl_am_msg_t *hixl_am_batch_msg(hixl_am_batch_t *batch,
+                                        hixl_chan_t *chan,
+                                        hixl_request_t *req, unsigned id)
 {
-    int write            = (id == HIXL_AM_WRITE);
-    ucs_status_t ustatus = UCS_OK;
-    unsigned more;
-    size_t off, n;
+    hixl_am_msg_t *m = batch->msg;
+    uint32_t cap;
 
-    for (off = 0; (off < len) && (ustatus == UCS_OK); off += n) {
-        n       = (len - off < HIXL_AM_CHUNK) ? len - off : HIXL_AM_CHUNK;
-        /* the answer of a WRITE but the descriptor's last may be held
-         * (core/peer/inbound.h) */
-        more    = (write && (off + n < len)) ? HIXL_AM_FLAG_MORE : 0;
-        ustatus = hixl_am_request(engine, chan, req, id, remote + off,
-                                  local + off, write ?
-                                  (const void*)(local + off) : NULL, n,
-                                  more);
+    if (m == NULL) {
+        m = hixl_am_msg_room(NULL, HIXL_AM_FIRST_CAP);
+        if (m == NULL) {
+            return NULL;
+        }
+        m->req = req;
+        m->chan = chan;
+        m->id = id;
+        hixl_am_hdr_init(&m->hdr);
+        m->hdr.cookie = req->handle;
+    } else if (m->hdr.count == m->cap) {
+        cap = m->cap * 4;
+        m   = hixl_am_msg_room(m, (cap < HIXL_AM_MAX_PIECES) ? cap :
+                               HIXL_AM_MAX_PIECES);
+        if (m == NULL) {
+            return NULL;   /* batch->msg is kept, and freed by its send */
+        }
     }
-    return ustatus;
+    hixl_assert((m->chan == chan) && (m->req == req) && (m->id == id));
+    batch->msg = m;
+    return m;
 }
 
-ucs_status_t hixl_am_write(hixl_engine_t *engine, hixl_chan_t *chan,
-                           hixl_request_t *req, const void *local,
-                           uint64_t remote, size_t len)
+ucs_status_t hixl_am_batch_add(hixl_engine_t *engine, hixl_am_batch_t *batch,
+                               hixl_chan_t *chan, hixl_request_t *req,
+                               unsigned id, uintptr_t local, uint64_t remote,
+                               size_t len)
 {
-    return hixl_am_chunks(engine, chan, req, HIXL_AM_WRITE, remote,
-                          (uintptr_t)local, len);
-}
+    hixl_am_msg_t *m;
+    ucs_status_t ustatus;
+    size_t n;
 
-ucs_status_t hixl_am_read(hixl_engine_t *engine, hixl_chan_t *chan,
-                          hixl_request_t *req, void *local, uint64_t remote,
-                          size_t len)
-{
-    return hixl_am_chunks(engine, chan, req, HIXL_AM_READ, remote,
-                          (uintptr_t)local, len);
-}
-
-/* ---- the target -------------------------------------------------------------- */
-
-/* The registered host region holding [addr, +len), or NULL (serve_lock
- * held). */
-static hixl_region_t *hixl_am_region(hixl_engine_t *engine, uint64_t addr,
-                                     uint64_t len)
-{
-    hixl_region_t *region = (hixl_region_t*)hixl_range_lookup(
-            &engine->mem.by_addr, addr, len);
-
-    return ((region != NULL) && (region->type == HIXL_MEM_HOST)) ? region :
-           NULL;
-}
-
-/* Answer h (WRITE_ACK or READ_DATA without data) on reply_ep. */
-static void hixl_am_answer(hixl_engine_t *engine, ucp_ep_h reply_ep,
-                           unsigned id, const hixl_am_hdr_t *h,
-                           hixl_status_t status)
-{
-    hixl_am_hdr_t a = *h;
-
-    a.status = (int32_t)status;
-    hixl_am_send_small(engine, reply_ep, id, &a, NULL, 0, 0, NULL, NULL);
-}
-
-/*
- * A WRITE or READ that no live connection owns (serve_lock held, released here)
- * is dropped.  If no live connection has its endpoint either, the endpoint is
- * left from a connection that ended while its connector could not tell us (a
- * partition that healed, its queued messages arriving now): close it while UCX
- * vouches for it (core/peer/ep_close.h), or it and its socket stay until the
- * engine goes.
- */
-static void hixl_am_refuse(hixl_engine_t *engine, const hixl_am_hdr_t *h,
-                           ucp_ep_h reply_ep)
-{
-    int orphan = hixl_inbound_orphan(engine, reply_ep);
-
-    pthread_rwlock_unlock(&engine->serve_lock);
-    if (orphan) {
-        hixl_ep_close_reply_ep(engine, reply_ep, h->conn,
-                               "a message of a "
-                               "connection that ended");
+    hixl_assert((id == HIXL_AM_WRITE) || (id == HIXL_AM_READ));
+    while (len > 0) {
+        if ((batch->msg != NULL) && (hixl_am_msg_take(batch->msg, len) == 0)) {
+            /* full: it goes, and more follows */
+            ustatus = hixl_am_batch_send(engine, batch, HIXL_AM_FLAG_MORE);
+            if (ustatus != UCS_OK) {
+                return ustatus;
+            }
+        }
+        m = hixl_am_batch_msg(batch, chan, req, id);
+        if (m == NULL) {
+            return UCS_ERR_NO_MEMORY;
+        }
+        n = hixl_am_msg_take(m, len);
+        hixl_assert(n > 0);   /* an empty message takes a whole unit */
+        m->pieces[m->hdr.count] = (hixl_am_piece_t){remote, local, n};
+        m->parts[m->hdr.count]  = (struct iovec){(void*)local, n};
+        m->hdr.count++;
+        m->hdr.len += n;
+        local      += n;
+        remote     += n;
+        len        -= n;
     }
-}
-
-/* WRITE (checked by the dispatcher: ours, eager, with its reply_ep, its
- * seal intact or data NULL) */
-static ucs_status_t hixl_am_on_write(hixl_engine_t *engine,
-                                     const hixl_am_hdr_t *h, void *data,
-                                     size_t length, ucp_ep_h reply_ep)
-{
-    hixl_region_t *region;
-    hixl_status_t status;
-
-    hixl_progress_data_seen(engine);   /* the next one is near */
-    pthread_rwlock_rdlock(&engine->serve_lock);
-    if (!hixl_inbound_check(engine, h->conn, reply_ep)) {
-        /* a connection that ended, or a stranger: nothing lands */
-        hixl_log_debug("dropping a WRITE of %" PRIu64 " bytes: no live "
-                       "connection %" PRIx64 " on its endpoint", h->len,
-                       h->conn);
-        hixl_am_refuse(engine, h, reply_ep);
-        return UCS_OK;
-    }
-    if (data == NULL) {
-        /* its seal is broken: its connector's connection ended while it
-         * was going out, and nothing of it may land */
-        hixl_log_debug("dropping a WRITE of %" PRIu64 " bytes: its sender "
-                       "stopped sending it", h->len);
-        pthread_rwlock_unlock(&engine->serve_lock);
-        hixl_inbound_ack(engine, h->conn, h, HIXL_FAILED);
-        return UCS_OK;
-    }
-    region = (h->len == length) ? hixl_am_region(engine, h->addr, h->len) :
-             NULL;
-    if (region == NULL) {
-        status = HIXL_PARAM_INVALID;
-    } else {
-        /* under serve_lock: deregistration waits for it */
-        hixl_copy_streaming((void*)(uintptr_t)h->addr, data, length);
-        status = HIXL_SUCCESS;
-    }
-    pthread_rwlock_unlock(&engine->serve_lock);
-    hixl_inbound_ack(engine, h->conn, h, status);
     return UCS_OK;
 }
 
-static void hixl_am_read_sent(void *arg, const hixl_am_hdr_t *hdr)
+ucs_status_t hixl_am_batch_flush(hixl_engine_t *engine,
+                                 hixl_am_batch_t *batch)
 {
-    unsigned before = atomic_fetch_sub(&((hixl_region_t*)arg)->am_busy, 1);
-
-    hixl_assert(before >= 1);   /* taken when its READ_DATA was posted */
-    (void)before;
+    return (batch->msg != NULL) ? hixl_am_batch_send(engine, batch, 0) :
+           UCS_OK;
 }
 
-/* READ (checked by the dispatcher: ours, with its reply_ep) */
-static ucs_status_t hixl_am_on_read(hixl_engine_t *engine,
-                                    const hixl_am_hdr_t *h, void *data,
-                                    size_t length, ucp_ep_h reply_ep)
-{
-    hixl_region_t *region;
-    hixl_am_hdr_t a;
-
-    hixl_progress_data_seen(engine);
-    pthread_rwlock_rdlock(&engine->serve_lock);
-    if (!hixl_inbound_check(engine, h->conn, reply_ep)) {
-        hixl_am_refuse(engine, h, reply_ep);
-        return UCS_OK;
-    }
-    region = hixl_am_region(engine, h->addr, h->len);
-    a      = *h;
-    if (region == NULL) {
-        hixl_am_answer(engine, reply_ep, HIXL_AM_READ_DATA, h,
-                       HIXL_PARAM_INVALID);
-    } else {
-        /* the region stays until the data is out (deregistration waits) */
-        atomic_fetch_add(&region->am_busy, 1);
-        a.status = HIXL_SUCCESS;
-        hixl_am_send_small(engine, reply_ep, HIXL_AM_READ_DATA, &a,
-                           (const void*)(uintptr_t)h->addr, h->len,
-                           UCP_AM_SEND_FLAG_EAGER, hixl_am_read_sent, region);
-    }
-    pthread_rwlock_unlock(&engine->serve_lock);
-    return UCS_OK;
-}
-
-/* ---- the initiator's side of the answers -------------------------------------- */
+/* ---- the connector's side of the answers ---------------------------------- */
 
 /* Record a refusal in the request it belongs to. */
 static void hixl_am_refused(hixl_engine_t *engine, const hixl_am_hdr_t *h,
@@ -525,18 +484,32 @@ void hixl_am_acked(hixl_engine_t *engine, const hixl_am_hdr_t *h)
     pthread_rwlock_unlock(&engine->serve_lock);
 }
 
-/* READ_DATA into its local range (serve_lock held), if that is still a
- * registered region of ours and the request still waits for it. */
+/* READ_DATA into the pieces' local ranges (serve_lock held), if they are
+ * still registered regions of ours and the request still waits for it;
+ * a request that waits fails when its data cannot be placed. */
 static void hixl_am_read_into(hixl_engine_t *engine, const hixl_am_hdr_t *h,
                               const void *data, size_t length)
 {
-    hixl_region_t *region;
+    hixl_request_t *req = hixl_req_lookup(&engine->reqs, h->cookie);
+    hixl_am_piece_t bad;
+    hixl_am_table_t t;
 
-    region = (length == h->len) ? hixl_am_region(engine, h->local, h->len) :
-             NULL;
-    if ((region != NULL) &&
-        (hixl_req_lookup(&engine->reqs, h->cookie) != NULL)) {
-        hixl_copy_streaming((void*)(uintptr_t)h->local, data, length);
+    if (req == NULL) {
+        return;   /* it ended (failed, or its connection closed) */
+    }
+    if (hixl_am_table_read(h, data, length, 1, &t) != 0) {
+        hixl_req_fail(req, HIXL_FAILED, "a READ's answer from %s does not "
+                      "hold together (%u pieces, %" PRIu64 " bytes, %zu "
+                      "received)", req->peer->name, h->count, h->len,
+                      length);
+    } else if (!hixl_am_table_placed(engine, &t, HIXL_AM_SIDE_LOCAL, NULL,
+                                     &bad)) {
+        hixl_req_fail(req, HIXL_FAILED, "a READ's data for [0x%" PRIx64
+                      ", +%" PRIu64 ") has no registered region here "
+                      "(deregistered while the read was in flight?)",
+                      bad.local, bad.len);
+    } else {
+        hixl_am_table_scatter(&t, HIXL_AM_SIDE_LOCAL);
     }
 }
 
@@ -581,15 +554,7 @@ hixl_status_t hixl_am_data_init(hixl_engine_t *engine)
                                      hixl_am_on_read_data);
     }
     if ((status == HIXL_SUCCESS) && (engine->ucp_worker_in != NULL)) {
-        status = hixl_am_set_handler(engine, engine->ucp_worker_in,
-                                     HIXL_AM_WRITE, HIXL_AM_RECV_REPLY_EP |
-                                     HIXL_AM_RECV_EAGER | HIXL_AM_RECV_SEALED,
-                                     hixl_am_on_write);
-    }
-    if ((status == HIXL_SUCCESS) && (engine->ucp_worker_in != NULL)) {
-        status = hixl_am_set_handler(engine, engine->ucp_worker_in,
-                                     HIXL_AM_READ, HIXL_AM_RECV_REPLY_EP,
-                                     hixl_am_on_read);
+        status = hixl_am_target_init(engine);
     }
     return status;
 }

@@ -17,15 +17,20 @@
  * So, per remote region (hixl_rregion_t.path): where UCX maps the memory
  * (ucp_rkey_ptr: shared memory it allocated) or has RDMA lanes, puts and
  * gets; to another process of this host, kernel copies (core/peer/cma.h);
- * elsewhere these messages, eager, in chunks, one answer each.  A WRITE
- * sends a copy of its data, so that an endpoint that keeps what it queued
+ * elsewhere these messages, eager, one answer each.  A message carries a
+ * table of pieces and their data (core/am/am_proto.h): the descriptors of
+ * a request gathered up to HIXL_AM_CHUNK bytes, so that small blocks go
+ * several to a message and large ones in several.  A WRITE's data is
+ * packed from the caller's buffers only while its connection is open
+ * (core/am/am.h's guard), so that an endpoint that keeps what it queued
  * after its connection ended (core/peer/ep_close.h) never reads a caller's
- * buffer: a window of copies per channel bounds that memory, and WRITEs
- * beyond it wait in order for room.
+ * buffer afterwards; a window per channel bounds what UCX holds, and
+ * WRITEs beyond it wait in order for room.
  *
- * The target (its in worker) accepts a message only on the endpoint bound to a
- * live connection (core/peer/inbound.h) and only for a range inside one of its
- * registered host regions, so nothing of an ended connection and nothing from
+ * The target (its in worker, core/xfer/am_target.h) accepts a message only on
+ * the endpoint bound to a live connection (core/peer/inbound.h) and only when
+ * every piece lies inside one of its registered host regions
+ * (core/xfer/am_table.h), so nothing of an ended connection and nothing from
  * outside the library can land.  The answer comes after the bytes are in
  * memory; the connector counts answers in its channel's epoch slots
  * (core/peer/channel.h), which is what its endpoint flush waits for.
@@ -41,16 +46,25 @@
 typedef struct hixl_request hixl_request_t;
 typedef struct hixl_region  hixl_region_t;
 
-/* Send a WRITE of [local, +len) to remote on the channel for req
- * (engine->lock held); UCS_OK once posted. */
-ucs_status_t hixl_am_write(hixl_engine_t *engine, hixl_chan_t *chan,
-                           hixl_request_t *req, const void *local,
-                           uint64_t remote, size_t len);
+/* A request's descriptors to one channel being gathered into messages
+ * (zero it before the first; hixl_am_msg_t: core/peer/channel.h). */
+typedef struct hixl_am_batch {
+    hixl_am_msg_t *msg;   /* the message being gathered, or NULL */
+} hixl_am_batch_t;
 
-/* Send a READ of [remote, +len) into local (a registered region). */
-ucs_status_t hixl_am_read(hixl_engine_t *engine, hixl_chan_t *chan,
-                          hixl_request_t *req, void *local, uint64_t remote,
-                          size_t len);
+/* Add a WRITE (id HIXL_AM_WRITE) of [local, +len) to remote, or a READ
+ * (HIXL_AM_READ) of [remote, +len) into local (a registered region), to
+ * req's batch on chan (engine->lock held).  Pieces go several to a
+ * message, and a large one in several messages; a message that is full
+ * is sent.  UCS_OK, or why a message was not sent. */
+ucs_status_t hixl_am_batch_add(hixl_engine_t *engine, hixl_am_batch_t *batch,
+                               hixl_chan_t *chan, hixl_request_t *req,
+                               unsigned id, uintptr_t local, uint64_t remote,
+                               size_t len);
+
+/* Send what batch gathered: the request's last message. */
+ucs_status_t hixl_am_batch_flush(hixl_engine_t *engine,
+                                 hixl_am_batch_t *batch);
 
 /* A WRITE's answer came (DATA_ACK on the control connection, handled by
  * ctrl/; the fields in a message header). */
