@@ -69,11 +69,11 @@ static hixl_status_t hixl_mem_announce(hixl_engine_t *engine,
                                        hixl_peer_t *peer)
 {
     hixl_status_t status;
-    size_t i;
+    hixl_range_t *r;
 
-    for (i = 0; i < engine->mem.by_addr.count; ++i) {
-        status = hixl_mem_send_add(peer, (const hixl_region_t*)
-                                         engine->mem.by_addr.items[i]);
+    for (r = hixl_range_first(&engine->mem.by_addr); r != NULL;
+         r = hixl_range_next(r)) {
+        status = hixl_mem_send_add(peer, (const hixl_region_t*)r);
         if (status != HIXL_SUCCESS) {
             return status;
         }
@@ -163,6 +163,7 @@ static hixl_status_t hixl_region_add(hixl_engine_t *engine,
     hixl_range_t *other;
     hixl_peer_t *peer;
     hixl_status_t status;
+    int           told = 0;
 
     pthread_mutex_lock(&engine->lock);
     other = hixl_range_overlap(&engine->mem.by_addr, region->range.addr,
@@ -186,9 +187,14 @@ static hixl_status_t hixl_region_add(hixl_engine_t *engine,
     for (peer = engine->peers.head; peer != NULL; peer = peer->next) {
         if (!hixl_peer_outgoing(peer) && (peer->state == HIXL_PEER_READY)) {
             hixl_mem_send_add(peer, region);
+            told = 1;
         }
     }
-    hixl_progress_kick(engine);
+    if (told) {
+        /* waking the progress thread costs two context switches: with
+         * nobody to tell, a registration loop would pay them per region */
+        hixl_progress_kick(engine);
+    }
 out:
     pthread_mutex_unlock(&engine->lock);
     return status;
