@@ -12,12 +12,13 @@
  *    unpacked or ready to be).
  *
  *   reg_scale [-n N[,N...]] [-s REGION_SIZE] [-r ROUNDS] [-o up|down|random]
- *             [-C]
+ *             [-C | -c]
  *
  * Medians of the rounds with [min-max].  The regions are carved from one
  * untouched anonymous mapping (no page is faulted in; UCX_TLS decides what
  * ucp_mem_map does with them) and registered in a shuffled order unless -o
- * says up or down by address.  -C skips the connect.  Run it pinned
+ * says up or down by address.  -C skips the connect, -c times the connect
+ * alone (for a profile of it).  Run it pinned
  * (taskset) with UCX_TLS=tcp or UCX_TLS=sm.
  */
 #include "common/clock.h"
@@ -270,10 +271,10 @@ int main(int argc, char **argv)
     size_t      counts[MAX_COUNTS] = {1000, 10000, 50000}, ncounts = 3;
     size_t      size = 64 * 1024, rounds = 5, c, most = 0;
     const char *tls = getenv("UCX_TLS");
-    int         opt, connect = 1;
+    int         opt, connect = 1, reg = 1;
     remote_t    rm;
 
-    while ((opt = getopt(argc, argv, "n:s:r:o:C")) != -1) {
+    while ((opt = getopt(argc, argv, "n:s:r:o:Cc")) != -1) {
         switch (opt) {
         case 'n':
             ncounts = parse_counts(optarg, counts);
@@ -290,9 +291,12 @@ int main(int argc, char **argv)
         case 'C':
             connect = 0;
             break;
+        case 'c':
+            reg = 0;
+            break;
         default:
             fprintf(stderr, "usage: reg_scale [-n N[,N...]] [-s REGION_SIZE] "
-                            "[-r ROUNDS] [-o up|down|random] [-C]\n");
+                            "[-r ROUNDS] [-o up|down|random] [-C | -c]\n");
             return 2;
         }
     }
@@ -316,7 +320,9 @@ int main(int argc, char **argv)
     if (connect) {
         remote_start(&rm, most, size); /* then idle while we register */
     }
-    bench_register(counts, ncounts, size, rounds);
+    if (reg) {
+        bench_register(counts, ncounts, size, rounds);
+    }
     if (connect) {
         bench_connect(&rm, most, rounds);
     }
