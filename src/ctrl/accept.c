@@ -299,6 +299,7 @@ static int hixl_handshake_accept(hixl_engine_t *engine, hixl_peer_t *peer)
                         hixl_error_message());
         return 1;
     }
+    /* the region table the accepted hook queued leaves with it */
     memset(&end, 0, sizeof(end));
     end.type = CTRL_TABLE_END;
     hixl_ctrl_send(peer, &end);

@@ -47,4 +47,14 @@ static inline hixl_status_t hixl_ctrl_send(hixl_peer_t *peer,
     return hixl_conn_send(&peer->conn, msg);
 }
 
+/* Queue msg behind what peer's connection has queued, without writing:
+ * a run of messages then leaves in as few writes as the socket takes,
+ * with the next hixl_ctrl_send on it, which the caller owes.  FAILED (the
+ * reason said) when the connection is closed or its queue full. */
+static inline hixl_status_t hixl_ctrl_queue(hixl_peer_t      *peer,
+                                            const hixl_msg_t *msg)
+{
+    return (hixl_conn_queue(&peer->conn, msg) < 0) ? HIXL_FAILED : HIXL_SUCCESS;
+}
+
 #endif

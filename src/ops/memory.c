@@ -45,35 +45,49 @@ struct hixl_mem_peer {
     uint64_t sync_acked;   /* highest SYNC_ACK token seen from it */
 };
 
+static void hixl_mem_add_msg(hixl_msg_t *msg, const hixl_region_t *region)
+{
+    memset(msg, 0, sizeof(*msg));
+    msg->type               = CTRL_MEM_ADD;
+    msg->u.mem_add.id       = region->handle;
+    msg->u.mem_add.addr     = region->range.addr;
+    msg->u.mem_add.len      = region->range.len;
+    msg->u.mem_add.mem_type = (uint32_t)region->type;
+    msg->u.mem_add.rkey = hixl_msg_bytes(region->rkey_buf, region->rkey_len);
+    if (region->dev != NULL) {
+        msg->u.mem_add.dev_key =
+            hixl_msg_bytes(region->dev->key, region->dev->key_len);
+    }
+}
+
 static hixl_status_t hixl_mem_send_add(hixl_peer_t *peer,
                                        const hixl_region_t *region)
 {
     hixl_msg_t msg;
 
-    memset(&msg, 0, sizeof(msg));
-    msg.type               = CTRL_MEM_ADD;
-    msg.u.mem_add.id       = region->handle;
-    msg.u.mem_add.addr     = region->range.addr;
-    msg.u.mem_add.len      = region->range.len;
-    msg.u.mem_add.mem_type = (uint32_t)region->type;
-    msg.u.mem_add.rkey     = hixl_msg_bytes(region->rkey_buf, region->rkey_len);
-    if (region->dev != NULL) {
-        msg.u.mem_add.dev_key = hixl_msg_bytes(region->dev->key,
-                                               region->dev->key_len);
-    }
+    hixl_mem_add_msg(&msg, region);
     return hixl_ctrl_send(peer, &msg);
 }
 
-/* Accepted hook: send every local region to a new connector. */
+/* Accepted hook: send every local region to a new connector.  Queued, not
+ * sent one by one: a table of tens of thousands of regions would cost a
+ * system call (and a TCP segment) each; the handshake's TABLE_END, sent
+ * next, writes them all.  In address order: the connector's inserts then
+ * all extend the same edge of its tree, whose nodes stay in its cache (in
+ * the order of the handle slots, which may be any order of addresses, its
+ * inserts missed the cache at every level and cost it twice the time this
+ * walk saved here). */
 static hixl_status_t hixl_mem_announce(hixl_engine_t *engine,
                                        hixl_peer_t *peer)
 {
     hixl_status_t status;
-    size_t i;
+    hixl_range_t *r;
+    hixl_msg_t    msg;
 
-    for (i = 0; i < engine->mem.by_addr.count; ++i) {
-        status = hixl_mem_send_add(peer, (const hixl_region_t*)
-                                         engine->mem.by_addr.items[i]);
+    for (r = hixl_range_first(&engine->mem.by_addr); r != NULL;
+         r = hixl_range_next(r)) {
+        hixl_mem_add_msg(&msg, (const hixl_region_t *)r);
+        status = hixl_ctrl_queue(peer, &msg);
         if (status != HIXL_SUCCESS) {
             return status;
         }
@@ -163,6 +177,7 @@ static hixl_status_t hixl_region_add(hixl_engine_t *engine,
     hixl_range_t *other;
     hixl_peer_t *peer;
     hixl_status_t status;
+    int           told = 0;
 
     pthread_mutex_lock(&engine->lock);
     other = hixl_range_overlap(&engine->mem.by_addr, region->range.addr,
@@ -186,9 +201,14 @@ static hixl_status_t hixl_region_add(hixl_engine_t *engine,
     for (peer = engine->peers.head; peer != NULL; peer = peer->next) {
         if (!hixl_peer_outgoing(peer) && (peer->state == HIXL_PEER_READY)) {
             hixl_mem_send_add(peer, region);
+            told = 1;
         }
     }
-    hixl_progress_kick(engine);
+    if (told) {
+        /* waking the progress thread costs two context switches: with
+         * nobody to tell, a registration loop would pay them per region */
+        hixl_progress_kick(engine);
+    }
 out:
     pthread_mutex_unlock(&engine->lock);
     return status;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Growable arrays: one doubling rule for every table that grows (region
- * slots, range indexes, a unit's remote regions, a staging job's chunks),
+ * slots, a unit's remote regions, a staging job's chunks),
  * so that none of them has its own copy of the realloc dance.
  */
 #ifndef HIXL_UTIL_ARRAY_H_

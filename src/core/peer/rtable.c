@@ -54,15 +54,12 @@ void hixl_rregion_free(hixl_engine_t *engine, hixl_rregion_t *rr)
 hixl_status_t hixl_rtable_revoke(hixl_engine_t *engine, hixl_rtable_t *t,
                                  uint64_t id, uint64_t addr)
 {
-    size_t i = hixl_range_floor(&t->idx, addr);
-    hixl_rregion_t *rr;
+    hixl_rregion_t *rr = (hixl_rregion_t *)hixl_range_floor(&t->idx, addr);
 
-    if ((i == t->idx.count) || (t->idx.items[i]->addr != addr) ||
-        (((hixl_rregion_t*)t->idx.items[i])->id != id)) {
+    if ((rr == NULL) || (rr->range.addr != addr) || (rr->id != id)) {
         return hixl_error(HIXL_FAILED, "MEM_DEL of region 0x%" PRIx64 " at "
                           "0x%" PRIx64 " it never announced", id, addr);
     }
-    rr = (hixl_rregion_t*)t->idx.items[i];
     hixl_range_remove(&t->idx, &rr->range);
     hixl_assert(t->count >= 1);   /* it was found: it was counted */
     t->count--;
@@ -84,14 +81,14 @@ void hixl_rtable_reap(hixl_engine_t *engine, hixl_rtable_t *t)
     }
 }
 
+static void hixl_rtable_drop(hixl_range_t *r, void *engine)
+{
+    hixl_rregion_free(engine, (hixl_rregion_t *)r);
+}
+
 void hixl_rtable_cleanup(hixl_engine_t *engine, hixl_rtable_t *t)
 {
-    size_t i;
-
-    for (i = 0; i < t->idx.count; ++i) {
-        hixl_rregion_free(engine, (hixl_rregion_t*)t->idx.items[i]);
-    }
-    hixl_range_index_cleanup(&t->idx);
+    hixl_range_index_drain(&t->idx, hixl_rtable_drop, engine);
     t->count = 0;
     hixl_rtable_reap(engine, t);
 }
