@@ -31,6 +31,7 @@
 #include "core/peer/path.h"
 
 typedef struct hixl_dev_unit hixl_dev_unit_t;
+typedef struct hixl_copy_batch hixl_copy_batch_t;
 
 /* One descriptor, resolved. */
 typedef struct hixl_xfer_slot {
@@ -47,6 +48,10 @@ typedef struct hixl_xfer_ctx {
     int              blocking;   /* a transfer_sync: copies inline */
     hixl_dev_unit_t *unit;       /* device work gathered, submitted after
                                     the last descriptor */
+    size_t           num_descs;  /* the request's */
+    hixl_copy_batch_t *copies;   /* same-host copies gathered (map, cma),
+                                    run when full and after the last
+                                    descriptor */
 } hixl_xfer_ctx_t;
 
 typedef struct hixl_path_ops {
