@@ -110,6 +110,13 @@ static void bench_usage(FILE *out)
 "                    at both ends), as the blocks of a paged KV cache that\n"
 "                    has run for a while: no descriptor is next to the one\n"
 "                    before it in memory\n"
+"     --memcpy-baseline\n"
+"                    after each measurement, one core's memcpy of the same\n"
+"                    descriptors (sizes, order, scatter) between two warm\n"
+"                    buffers of the client, each the size of a transfer: a\n"
+"                    row labelled memcpy and the ratio of the transfers'\n"
+"                    overall bandwidth to it (CSV: a first column \"row\",\n"
+"                    hixl or memcpy); on one host, the limit to compare with\n"
 "     -S <min>:<max> size sweep: one measurement per power-of-two multiple\n"
 "                    of <min> up to <max> (replaces -s), e.g. -S 8:4M; rows\n"
 "                    are labelled with the size (first CSV column \"size\")\n"
@@ -313,7 +320,7 @@ static int bench_test_by_name(const char *name, bench_test_id_t *id)
 static void bench_parse_opts(bench_opts_t *opts, int argc, char **argv)
 {
     enum { OPT_TIMEOUT = 256, OPT_MAX_TIME, OPT_HIXL_OPT, OPT_ALLOC,
-           OPT_REUSE, OPT_SCATTER };
+           OPT_REUSE, OPT_SCATTER, OPT_MEMCPY_BASELINE };
     static const struct option longopts[] = {
         {"timeout",  required_argument, NULL, OPT_TIMEOUT},
         {"max-time", required_argument, NULL, OPT_MAX_TIME},
@@ -321,6 +328,7 @@ static void bench_parse_opts(bench_opts_t *opts, int argc, char **argv)
         {"alloc",    required_argument, NULL, OPT_ALLOC},
         {"reuse",    no_argument,       NULL, OPT_REUSE},
         {"scatter",  no_argument,       NULL, OPT_SCATTER},
+        {"memcpy-baseline", no_argument, NULL, OPT_MEMCPY_BASELINE},
         {"sweep",    required_argument, NULL, 'S'},
         {"count",    required_argument, NULL, 'b'},
         {"help",     no_argument,       NULL, 'h'},
@@ -424,6 +432,9 @@ static void bench_parse_opts(bench_opts_t *opts, int argc, char **argv)
             break;
         case OPT_SCATTER:
             opts->layout = BENCH_LAYOUT_SCATTER;
+            break;
+        case OPT_MEMCPY_BASELINE:
+            opts->memcpy_baseline = 1;
             break;
         case OPT_ALLOC:
             if (!strcmp(optarg, "hixl") || !strcmp(optarg, "ucx")) {
@@ -724,7 +735,7 @@ static int bench_client_run(bench_side_t *side, const bench_opts_t *opts,
                             const bench_run_t *run, unsigned index)
 {
     const bench_test_info_t *info = &bench_tests[opts->test];
-    bench_stats_t stats;
+    bench_stats_t stats, base;
     uint64_t seed = bench_seed(index), vseed = bench_seed(index + 1000);
     char msg[256] = "", *sizes, *line;
     uint8_t stop;
@@ -752,6 +763,13 @@ static int bench_client_run(bench_side_t *side, const bench_opts_t *opts,
         return BENCH_EXIT_ERROR;
     }
     bench_stats_report(&stats, 1);
+    if (opts->memcpy_baseline) {
+        if (bench_memcpy_baseline(side, opts, run, &base) != 0) {
+            return BENCH_EXIT_ERROR;
+        }
+        bench_stats_report(&base, 1);
+        bench_print_ratio(&stats, &base);
+    }
 
     if (info->pingpong) {
         /* release the responder: 0xfe in the last byte */

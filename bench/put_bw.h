@@ -67,6 +67,7 @@ typedef struct bench_opts {
     int                timeout_s;     /* --timeout */
     int                alloc_mmap;    /* --alloc mmap: not hixl_alloc_mem */
     int                layout;        /* bench_layout_t: --reuse, --scatter */
+    int                memcpy_baseline;   /* --memcpy-baseline */
     hixl_option_t     *hixl_opts;     /* --hixl-opt KEY=VALUE */
     unsigned           num_hixl_opts;
 } bench_opts_t;
@@ -175,6 +176,15 @@ int   bench_mem_dev_fill(uint8_t *buf, size_t len, uint64_t seed);
 int   bench_mem_dev_check(const uint8_t *buf, size_t len, uint64_t seed,
                           char *msg, size_t msg_len);
 
+/* ---- put_bw_memcpy.c ---- */
+struct bench_stats;
+/* One core's memcpy of the run's descriptors (side->descs) between two
+ * buffers of this process, timed into stats (labelled "memcpy").  0, or
+ * -1 when it cannot be measured (printed). */
+int  bench_memcpy_baseline(const bench_side_t *side, const bench_opts_t *opts,
+                           const bench_run_t *run,
+                           struct bench_stats *stats);
+
 /* ---- put_bw_report.c ---- */
 #define BENCH_TIMING_QUEUE 2048
 
@@ -196,6 +206,7 @@ typedef struct bench_stats {
     uint64_t            interval_ticks;
     uint64_t            queue[BENCH_TIMING_QUEUE];
     unsigned            head;
+    const char         *label;        /* the row's, NULL: the transfers' */
 } bench_stats_t;
 
 void     bench_clock_init(void);
@@ -220,6 +231,12 @@ static inline void bench_stats_update(bench_stats_t *st, uint64_t bytes)
         bench_stats_report(st, 0);
     }
 }
+
+/* Bytes a second over the whole measurement. */
+double bench_stats_bw(const bench_stats_t *st);
+/* The line after a memcpy baseline's row: the transfers' bandwidth over
+ * the baseline's (table output only). */
+void bench_print_ratio(const bench_stats_t *xfer, const bench_stats_t *base);
 
 void bench_print_header(const bench_opts_t *opts);
 void bench_print_run_name(const bench_opts_t *opts, const bench_run_t *run);

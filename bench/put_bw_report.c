@@ -124,10 +124,15 @@ void bench_stats_report(bench_stats_t *st, int final)
     if (opts->csv && opts->sweep_min) {
         printf("%s,", st->run->name);
     }
+    if (opts->csv && opts->memcpy_baseline) {
+        printf("%s,", (st->label != NULL) ? st->label : "hixl");
+    }
     if (!final) {
         printf("[thread 0]");
     } else if (!opts->csv) {
-        if (opts->final_only) {
+        if (st->label != NULL) {
+            printf(opts->final_only ? "%10s" : "%-10s", st->label);
+        } else if (opts->final_only) {
             printf("%10s", st->run->name);
         } else {
             printf("Final:    ");
@@ -142,6 +147,25 @@ void bench_stats_report(bench_stats_t *st, int final)
     fflush(stdout);
 }
 
+double bench_stats_bw(const bench_stats_t *st)
+{
+    double dt = st->cur.time - st->start;
+
+    return (dt > 0) ? (double)st->cur.bytes / dt * st->factor : 0.0;
+}
+
+void bench_print_ratio(const bench_stats_t *xfer, const bench_stats_t *base)
+{
+    double b = bench_stats_bw(base);
+
+    if (xfer->opts->csv) {
+        return;   /* the two rows say it */
+    }
+    printf("%10s %18s %.3f of memcpy's bandwidth (overall)\n", "ratio", "",
+           (b > 0) ? bench_stats_bw(xfer) / b : 0.0);
+    fflush(stdout);
+}
+
 static const char bench_sep[] =
     "+--------------+--------------+----------+---------+---------+----------+"
     "----------+-----------+-----------+";
@@ -151,6 +175,9 @@ void bench_print_header(const bench_opts_t *opts)
     if (opts->csv) {
         if (opts->sweep_min) {
             printf("size,");
+        }
+        if (opts->memcpy_baseline) {
+            printf("row,");
         }
         printf("iterations,%.1f_percentile_lat,avg_lat,overall_lat,avg_bw,"
                "overall_bw,avg_mr,overall_mr\n", opts->percentile);

@@ -4,6 +4,7 @@
  */
 #include "config.h"
 #include "ops/copier.h"
+#include "ops/copy_batch.h"
 #include "core/peer/channel.h"
 #include "core/peer/cma.h"
 #include "core/engine.h"
@@ -16,25 +17,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Between two chunks the thread looks whether the connection still lives:
- * a close waits for at most one chunk (about a millisecond). */
-#define HIXL_COPY_CHUNK (8u << 20)
-
-typedef struct hixl_copy_job {
-    hixl_work_t           work;   /* first: the queue's item */
-    hixl_engine_t        *engine;
-    hixl_chan_t          *chan;
-    uint64_t              chan_id;
-    unsigned              slot;
-    uint64_t              req_handle;
-    int                   write;
-    pid_t                 pid;
-    void                 *local;
-    uint64_t              remote;
-    size_t                len;
-    int                   stream;
-} hixl_copy_job_t;
 
 hixl_status_t hixl_copy_now(int write, pid_t pid, void *local,
                             uint64_t remote, size_t len, int stream)
@@ -62,35 +44,47 @@ int hixl_copier_enabled(const hixl_engine_t *engine)
 
 /* Whether the job's request still waits for its bytes: one that ended
  * (reported TIMEOUT, or failed in another descriptor) has let its caller
- * reuse the buffers, so its queued copies stop at the next chunk. */
+ * reuse the buffers, so its queued copies stop at the next run. */
 static int hixl_copier_wanted(hixl_engine_t *engine,
-                              const hixl_copy_job_t *job)
+                              const hixl_copy_batch_t *job)
 {
     hixl_request_t *req = hixl_req_lookup(&engine->reqs, job->req_handle);
 
     return (req != NULL) && (atomic_load(&req->status) == HIXL_SUCCESS);
 }
 
-/* One job: chunk by chunk while its connection lives and its request
- * waits; then its slot is answered (the flushes that wait for it go on),
- * with the failure, if any, recorded in its request first. */
-static void hixl_copier_run(hixl_engine_t *engine, hixl_copy_job_t *job)
+/* Where the run of pieces from k ends: at most HIXL_COPY_PIECE_MAX bytes
+ * (one piece at least), so that a close waits for about a millisecond. */
+static size_t hixl_copier_run_end(const hixl_copy_batch_t *job, size_t k)
+{
+    size_t bytes = job->local[k].iov_len;
+
+    for (++k; k < job->count; ++k) {
+        bytes += job->local[k].iov_len;
+        if (bytes > HIXL_COPY_PIECE_MAX) {
+            break;
+        }
+    }
+    return k;
+}
+
+/* One job: run by run while its connection lives and its request waits;
+ * then its slot is answered (the flushes that wait for it go on), with
+ * the failure, if any, recorded in its request first. */
+static void hixl_copier_run(hixl_engine_t *engine, hixl_copy_batch_t *job)
 {
     hixl_status_t status = HIXL_SUCCESS;
     hixl_request_t *req;
     char why[HIXL_ERROR_MSG_MAX] = "";
-    size_t off, n;
+    size_t k, end;
 
-    for (off = 0; (off < job->len) && (status == HIXL_SUCCESS) &&
-                  hixl_copier_wanted(engine, job); off += n) {
-        n = job->len - off;
-        n = (n > HIXL_COPY_CHUNK) ? HIXL_COPY_CHUNK : n;
+    for (k = 0; (k < job->count) && (status == HIXL_SUCCESS) &&
+                hixl_copier_wanted(engine, job); k = end) {
+        end = hixl_copier_run_end(job, k);
         if (!hixl_chan_copy_begin(engine, job->chan, job->chan_id)) {
             return;   /* closed: its transfers ended with it */
         }
-        status = hixl_copy_now(job->write, job->pid,
-                               (char*)job->local + off, job->remote + off, n,
-                               job->stream);
+        status = hixl_copy_batch_run(job, k, end);
         hixl_chan_copy_end(job->chan);
         if (status != HIXL_SUCCESS) {
             snprintf(why, sizeof(why), "%s", hixl_error_message());
@@ -119,7 +113,7 @@ static void hixl_copier_run(hixl_engine_t *engine, hixl_copy_job_t *job)
  * 2 cores, fan-in over shared memory fell to a quarter. */
 static void hixl_copier_work(hixl_work_t *work)
 {
-    hixl_copy_job_t *job   = (hixl_copy_job_t*)work;
+    hixl_copy_batch_t *job = (hixl_copy_batch_t*)work;
     hixl_engine_t *engine  = job->engine;
 
     hixl_copier_run(engine, job);
@@ -133,39 +127,30 @@ static void hixl_copier_drop(hixl_work_t *work)
 }
 
 hixl_status_t hixl_copier_post(hixl_engine_t *engine, hixl_chan_t *chan,
-                               hixl_request_t *req, int write, pid_t pid,
-                               void *local, uint64_t remote, size_t len,
-                               int stream)
+                               hixl_request_t *req, hixl_copy_batch_t *batch)
 {
-    hixl_copy_job_t *job;
+    hixl_status_t status;
 
     hixl_assert_locked(&engine->lock);
     if (engine->copier == NULL) {
         engine->copier = hixl_workq_new(0);
     }
-    job = (engine->copier != NULL) ? calloc(1, sizeof(*job)) : NULL;
-    if (job == NULL) {   /* out of memory: the caller's thread does it */
-        return hixl_copy_now(write, pid, local, remote, len, stream);
-    }
-    job->work.run   = hixl_copier_work;
-    job->engine     = engine;
-    job->chan       = chan;
-    job->chan_id    = chan->id;
-    job->req_handle = req->handle;
-    job->write      = write;
-    job->pid        = pid;
-    job->local      = local;
-    job->remote     = remote;
-    job->len        = len;
-    job->stream     = stream;
+    batch->work.run   = hixl_copier_work;
+    batch->engine     = engine;
+    batch->chan       = chan;
+    batch->chan_id    = chan->id;
+    batch->req_handle = req->handle;
     /* counted before the thread can answer it: flushes wait for it */
-    job->slot       = hixl_chan_post(chan, HIXL_ANSWER_ELSEWHERE);
-    if (hixl_workq_post(engine->copier, &job->work) != 0) {
-        hixl_chan_answered(chan, job->slot, HIXL_ANSWER_ELSEWHERE);
-        free(job);
-        return hixl_copy_now(write, pid, local, remote, len, stream);
+    batch->slot       = hixl_chan_post(chan, HIXL_ANSWER_ELSEWHERE);
+    if ((engine->copier != NULL) &&
+        (hixl_workq_post(engine->copier, &batch->work) == 0)) {
+        return HIXL_SUCCESS;
     }
-    return HIXL_SUCCESS;
+    /* no thread to run it: the caller's thread does it */
+    hixl_chan_answered(chan, batch->slot, HIXL_ANSWER_ELSEWHERE);
+    status = hixl_copy_batch_run(batch, 0, batch->count);
+    free(batch);
+    return status;
 }
 
 void hixl_copier_stop(hixl_engine_t *engine)

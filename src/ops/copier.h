@@ -14,15 +14,17 @@
  * handed over costs a thread hand-off, which loses where cores are fewer
  * than the threads that want them (a fan-in of many engines).
  *
- * A queued copy counts as an operation of its connection's channel, in the
- * current epoch slot (core/peer/channel.h): every flush of the connection (the
- * transfer's own, a layer signal's, the barrier a revocation waits for)
- * waits until it is done.  The thread copies in chunks and looks at the
- * channel between them: once the connection is closed it stops, and the
- * close waits for the chunk in progress before the peer's mappings go
- * (hixl_chan_copy_begin).  A request that ended meanwhile (reported
+ * A request's copies go as batches (ops/copy_batch.h: up to IOV_MAX
+ * descriptors each), so a thread hand-off is paid per batch, not per
+ * descriptor.  A queued batch counts as an operation of its connection's
+ * channel, in the current epoch slot (core/peer/channel.h): every flush of
+ * the connection (the transfer's own, a layer signal's, the barrier a
+ * revocation waits for) waits until it is done.  The thread copies in runs
+ * of at most 8 MiB and looks at the channel between them: once the
+ * connection is closed it stops, and the close waits for the run in
+ * progress before the peer's mappings go (hixl_chan_copy_begin).  A request that ended meanwhile (reported
  * TIMEOUT, or failed in another descriptor) has its copies stopped at the
- * next chunk too.  A failure is recorded in the request through its
+ * next run too.  A failure is recorded in the request through its
  * handle, never through a pointer a close may have freed.
  */
 #ifndef HIXL_OPS_COPIER_H_
@@ -36,19 +38,22 @@
 typedef struct hixl_engine  hixl_engine_t;
 typedef struct hixl_chan    hixl_chan_t;
 typedef struct hixl_request hixl_request_t;
+struct hixl_copy_batch;
 
-/* Queue a copy of len bytes between local and remote (write: local ->
- * remote): pid 0, remote is an address of this process (a peer's memory
- * mapped here); else remote is in process pid (engine->lock held).
- * stream: with pid 0, the copy bypasses the caches (util/copy.h,
- * hixl_copy_sweeps). */
+/* Queue a batch of copies of req (ops/copy_batch.h) to the thread, which
+ * owns it from now (engine->lock held).  When no thread can take it, it
+ * runs here and now: HIXL_SUCCESS, or its failure with the reason as the
+ * last error. */
 hixl_status_t hixl_copier_post(hixl_engine_t *engine, hixl_chan_t *chan,
-                               hixl_request_t *req, int write, pid_t pid,
-                               void *local, uint64_t remote, size_t len,
-                               int stream);
+                               hixl_request_t *req,
+                               struct hixl_copy_batch *batch);
 
-/* The same copy, now, in this thread (HIXL_SUCCESS, or FAILED with the
- * reason as the last error). */
+/* A copy of len bytes between local and remote (write: local -> remote),
+ * now, in this thread: pid 0, remote is an address of this process (a
+ * peer's memory mapped here); else remote is in process pid.  stream:
+ * with pid 0, the copy bypasses the caches (util/copy.h,
+ * hixl_copy_sweeps).  HIXL_SUCCESS, or the failure with the reason as the
+ * last error. */
 hixl_status_t hixl_copy_now(int write, pid_t pid, void *local,
                             uint64_t remote, size_t len, int stream);
 

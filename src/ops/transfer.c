@@ -159,7 +159,11 @@ static void hixl_xfer_post(hixl_engine_t *engine, hixl_peer_t *peer,
                            size_t num_descs, const hixl_xfer_plan_t *plan,
                            int blocking)
 {
-    hixl_xfer_ctx_t x = {engine, peer, req, blocking, NULL, {NULL}};
+    hixl_xfer_ctx_t x = {.engine    = engine,
+                         .peer      = peer,
+                         .req       = req,
+                         .blocking  = blocking,
+                         .num_descs = num_descs};
     unsigned used     = 0;
     const hixl_xfer_slot_t *s;
     size_t i;

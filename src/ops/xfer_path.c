@@ -6,6 +6,7 @@
 #include "config.h"
 #include "ops/xfer_path.h"
 #include "ops/copier.h"
+#include "ops/copy_batch.h"
 #include "core/xfer/am_data.h"
 #include "core/worker/ucx_tls.h"
 #include "device/device_path.h"
@@ -13,6 +14,8 @@
 #include "util/debug.h"
 #include "util/log.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- choosing ---------------------------------------------------------------- */
@@ -136,47 +139,137 @@ static ucs_status_t hixl_path_rma_post(hixl_xfer_ctx_t *x, size_t i,
 /* In this thread for a blocking call or without a progress thread, else
  * by the engine's copier thread (ops/copier.h), counted in the
  * connection's channel so that the request's flush waits for it. */
+static int hixl_path_copy_async(const hixl_xfer_ctx_t *x)
+{
+    return !x->blocking && hixl_copier_enabled(x->engine);
+}
+
+/* A copy that failed (the reason is the last error, naming the
+ * descriptor) fails its request; the peer is gone when the kernel said
+ * so. */
+static ucs_status_t hixl_path_copy_failed(hixl_xfer_ctx_t *x,
+                                          hixl_status_t status)
+{
+    if (status == HIXL_NOT_CONNECTED) {
+        hixl_peer_gone(x->peer);
+    }
+    hixl_req_fail(x->req, status, "%s", hixl_error_message());
+    return UCS_ERR_IO_ERROR;
+}
+
+/* Run or queue the copies gathered so far. */
+static ucs_status_t hixl_path_copy_flush(hixl_xfer_ctx_t *x)
+{
+    hixl_copy_batch_t *b = x->copies;
+    hixl_status_t status;
+
+    x->copies = NULL;
+    if (b == NULL) {
+        return UCS_OK;
+    }
+    if (b->count == 0) {
+        status = HIXL_SUCCESS;
+        free(b);
+    } else if (hixl_path_copy_async(x)) {
+        status = hixl_copier_post(x->engine, x->peer->chan, x->req, b);
+    } else {
+        status = hixl_copy_batch_run(b, 0, b->count);
+        free(b);
+    }
+    return (status == HIXL_SUCCESS) ? UCS_OK :
+           hixl_path_copy_failed(x, status);
+}
+
+/* Gather descriptor i (pid: cma's, 0: map), running the batch whenever it
+ * fills up.  Out of memory for a batch, the caller's thread copies it. */
+static ucs_status_t hixl_path_copy_gather(hixl_xfer_ctx_t *x, size_t i,
+                                          pid_t pid, void *local,
+                                          uint64_t remote, size_t len,
+                                          int stream)
+{
+    int write = (x->req->op == HIXL_WRITE);
+    char why[HIXL_ERROR_MSG_MAX];
+    size_t off = 0, cap;
+    hixl_status_t status;
+    ucs_status_t ustatus;
+
+    if ((x->copies != NULL) && (x->copies->pid != pid)) {
+        ustatus = hixl_path_copy_flush(x);   /* a batch is of one path */
+        if (ustatus != UCS_OK) {
+            return ustatus;
+        }
+    }
+    while (off < len) {
+        if (x->copies == NULL) {
+            /* room for the rest of the request, up to one kernel call */
+            cap = x->num_descs - i + (len - off) / HIXL_COPY_PIECE_MAX;
+            cap = (cap > HIXL_COPY_BATCH_MAX) ? HIXL_COPY_BATCH_MAX : cap;
+            x->copies = hixl_copy_batch_new(cap, write, pid);
+        }
+        if (x->copies == NULL) {
+            status = hixl_copy_now(write, pid, (char*)local + off,
+                                   remote + off, len - off, stream);
+            if (status == HIXL_SUCCESS) {
+                return UCS_OK;
+            }
+            snprintf(why, sizeof(why), "%s", hixl_error_message());
+            hixl_error(status, "descriptor %zu: %s", i, why);
+            return hixl_path_copy_failed(x, status);
+        }
+        off += hixl_copy_batch_add(x->copies, i, (char*)local + off,
+                                   remote + off, len - off, stream);
+        if (hixl_copy_batch_full(x->copies)) {
+            ustatus = hixl_path_copy_flush(x);
+            if (ustatus != UCS_OK) {
+                return ustatus;
+            }
+        }
+    }
+    return UCS_OK;
+}
+
 static ucs_status_t hixl_path_copy_post(hixl_xfer_ctx_t *x, size_t i,
                                         const hixl_transfer_op_desc_t *d,
                                         const hixl_xfer_slot_t *s)
 {
-    hixl_engine_t *engine    = x->engine;
-    hixl_peer_t *peer        = x->peer;
-    hixl_request_t *req      = x->req;
     const hixl_rregion_t *rr = s->remote;
-    int write                = (req->op == HIXL_WRITE);
-    pid_t pid                = 0;
-    uint64_t remote          = d->remote_addr;
-    int stream               = 0;
-    hixl_status_t status;
+    int write                = (x->req->op == HIXL_WRITE);
+    void *local              = (void*)(uintptr_t)d->local_addr;
+    uint64_t remote;
+    int stream;
 
     hixl_assert((s->path == HIXL_PATH_MAP) || (s->path == HIXL_PATH_CMA));
-    hixl_assert((s->path != HIXL_PATH_MAP) || (rr->mapped != NULL));
-    hixl_assert((s->path != HIXL_PATH_CMA) || (peer->cma_pid > 0));
-    if (s->path == HIXL_PATH_MAP) {
-        remote = (uint64_t)(uintptr_t)rr->mapped +
-                 (d->remote_addr - rr->range.addr);
-        /* a WRITE into a peer's KV cache sweeps it, a READ sweeps our
-         * own (util/copy.h): the destination's region decides */
-        stream = hixl_copy_sweeps(d->len, write ? rr->range.len :
-                                  s->local->range.len);
-    } else {
-        pid = peer->cma_pid;
+    if (s->path == HIXL_PATH_CMA) {
+        hixl_assert(x->peer->cma_pid > 0);
+        return hixl_path_copy_gather(x, i, x->peer->cma_pid, local,
+                                     d->remote_addr, d->len, 0);
     }
-    status = (!x->blocking && hixl_copier_enabled(engine)) ?
-             hixl_copier_post(engine, peer->chan, req, write, pid,
-                              (void*)(uintptr_t)d->local_addr, remote,
-                              d->len, stream) :
-             hixl_copy_now(write, pid, (void*)(uintptr_t)d->local_addr,
-                           remote, d->len, stream);
-    if (status != HIXL_SUCCESS) {
-        if (status == HIXL_NOT_CONNECTED) {
-            hixl_peer_gone(peer);
-        }
-        hixl_req_fail(req, status, "%s", hixl_error_message());
-        return UCS_ERR_IO_ERROR;
+    hixl_assert(rr->mapped != NULL);
+    remote = (uint64_t)(uintptr_t)rr->mapped +
+             (d->remote_addr - rr->range.addr);
+    /* a WRITE into a peer's KV cache sweeps it, a READ sweeps our own
+     * (util/copy.h): the destination's region decides */
+    stream = hixl_copy_sweeps(d->len, write ? rr->range.len :
+                              s->local->range.len);
+    if (!hixl_path_copy_async(x)) {
+        /* a memcpy gains nothing from company: now, without a batch */
+        (void)hixl_copy_now(write, 0, local, remote, d->len, stream);
+        return UCS_OK;
     }
-    return UCS_OK;
+    return hixl_path_copy_gather(x, i, 0, local, remote, d->len, stream);
+}
+
+/* After the last descriptor: what was gathered goes, unless the request
+ * failed meanwhile (a later descriptor on another path): then nothing
+ * gathered was posted, and no byte of it has been read. */
+static void hixl_path_copy_submit(hixl_xfer_ctx_t *x)
+{
+    if ((x->copies != NULL) &&
+        (atomic_load(&x->req->status) != HIXL_SUCCESS)) {
+        free(x->copies);
+        x->copies = NULL;
+    }
+    (void)hixl_path_copy_flush(x);   /* a failure is in the request */
 }
 
 /* ---- am: the library's messages ---------------------------------------------- */
@@ -242,8 +335,8 @@ static void hixl_path_dev_submit(hixl_xfer_ctx_t *x)
 const hixl_path_ops_t hixl_paths[HIXL_PATH_COUNT] = {
     [HIXL_PATH_RMA]   = {"rma", hixl_path_rma_post, NULL},
     [HIXL_PATH_AM]    = {"am", hixl_path_am_post, hixl_path_am_submit},
-    [HIXL_PATH_CMA]   = {"cma", hixl_path_copy_post, NULL},
-    [HIXL_PATH_MAP]   = {"map", hixl_path_copy_post, NULL},
+    [HIXL_PATH_CMA]   = {"cma", hixl_path_copy_post, hixl_path_copy_submit},
+    [HIXL_PATH_MAP]   = {"map", hixl_path_copy_post, hixl_path_copy_submit},
     [HIXL_PATH_IPC]   = {"ipc", hixl_path_dev_post, hixl_path_dev_submit},
     [HIXL_PATH_STAGE] = {"staging", hixl_path_dev_post, hixl_path_dev_submit},
 };

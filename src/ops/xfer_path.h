@@ -32,6 +32,7 @@
 #include "core/xfer/am_data.h"
 
 typedef struct hixl_dev_unit hixl_dev_unit_t;
+typedef struct hixl_copy_batch hixl_copy_batch_t;
 
 /* One descriptor, resolved. */
 typedef struct hixl_xfer_slot {
@@ -50,6 +51,10 @@ typedef struct hixl_xfer_ctx {
                                     the last descriptor */
     hixl_am_batch_t  am;         /* library messages being gathered, sent
                                     when full and after the last one */
+    size_t           num_descs;  /* the request's */
+    hixl_copy_batch_t *copies;   /* same-host copies gathered (map, cma),
+                                    run when full and after the last
+                                    descriptor */
 } hixl_xfer_ctx_t;
 
 typedef struct hixl_path_ops {

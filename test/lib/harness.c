@@ -584,8 +584,33 @@ static void hx_child_reply_text(hx_child_t *c, int32_t status,
     hx_child_reply(c, status, 0, 0, text, strlen(text) + 1);
 }
 
+/* A region UCX allocates (hixl_alloc_mem: what a peer on this host maps
+ * and copies into with memcpy); maplen 0 says so. */
+static int hx_child_region_alloc(hx_child_t *c, hx_child_region_t *r,
+                                 size_t len, uint64_t seed, char *err,
+                                 size_t errlen)
+{
+    void *p;
+
+    if (hixl_alloc_mem(c->engine, len, HIXL_MEM_HOST, &p, &r->handle) !=
+        HIXL_SUCCESS) {
+        snprintf(err, errlen, "target: hixl_alloc_mem(%zu): %s", len,
+                 hixl_last_error());
+        return -1;
+    }
+    r->map    = p;
+    r->maplen = 0;
+    r->base   = p;
+    r->len    = len;
+    if (seed != 0) {
+        hx_pat_fill(r->base, len, seed, 0);
+    }
+    return 0;
+}
+
 static int hx_child_region_new(hx_child_t *c, size_t len, size_t misalign,
-                               uint64_t seed, char *err, size_t errlen)
+                               uint64_t seed, int alloc, char *err,
+                               size_t errlen)
 {
     hixl_mem_desc_t desc;
     hx_child_region_t *r;
@@ -599,6 +624,10 @@ static int hx_child_region_new(hx_child_t *c, size_t len, size_t misalign,
         return -1;
     }
     r         = &c->regions[i];
+    if (alloc) {
+        return (hx_child_region_alloc(c, r, len, seed, err, errlen) == 0) ?
+               i : -1;
+    }
     r->maplen = (len + misalign + (size_t)page - 1) & ~((size_t)page - 1);
     r->map    = mmap(NULL, r->maplen, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -813,7 +842,8 @@ static void hx_child_command(hx_child_t *c, const hx_cmd_t *cmd,
         }
         _exit(0);
     case HX_CMD_REGISTER:
-        i = hx_child_region_new(c, cmd->a, cmd->b, cmd->c, err, sizeof(err));
+        i = hx_child_region_new(c, cmd->a, cmd->b, cmd->c, 0, err,
+                                sizeof(err));
         if (i < 0) {
             hx_child_reply_text(c, -1, "%s", err);
         } else {
@@ -832,7 +862,9 @@ static void hx_child_command(hx_child_t *c, const hx_cmd_t *cmd,
                                 hixl_last_error());
             return;
         }
-        munmap(r->map, r->maplen);
+        if (r->maplen > 0) {   /* hixl_alloc_mem's went with it */
+            munmap(r->map, r->maplen);
+        }
         memset(r, 0, sizeof(*r));
         hx_child_reply(c, 0, 0, 0, NULL, 0);
         return;
@@ -934,7 +966,8 @@ static void hx_child_main(const hx_target_cfg_t *cfg, int cmd_fd, int rep_fd)
     }
     for (i = 0; i < cfg->nregions; ++i) {
         if (hx_child_region_new(&c, cfg->region_len[i], cfg->misalign,
-                                cfg->init_seed, err, sizeof(err)) < 0) {
+                                cfg->init_seed, (cfg->alloc >> i) & 1, err,
+                                sizeof(err)) < 0) {
             hx_child_reply_text(&c, -1, "%s", err);
             _exit(2);
         }

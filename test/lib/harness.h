@@ -199,6 +199,9 @@ typedef struct hx_target_cfg {
     size_t        region_len[8];       /* regions registered at start */
     size_t        nregions;
     size_t        misalign;   /* regions start this many bytes past a page */
+    unsigned      alloc;      /* bit i: region i from hixl_alloc_mem, which
+                                 UCX allocates and a peer of this host maps
+                                 (misalign does not apply) */
     uint64_t      init_seed;  /* regions start filled with this pattern
                                  (0: zero-filled) */
     int           no_drain;   /* take notifies only when asked: lets the

@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 /* Whether process pid holds the other end of the TCP connection fd and
  * this process may copy into its memory: 0, or the errno that says why not
@@ -45,5 +46,15 @@ int hixl_cma_probe(pid_t pid, int fd);
  * error. */
 hixl_status_t hixl_cma_copy(pid_t pid, int write, void *local,
                             uint64_t remote, size_t len);
+
+/* The same for count pieces at once, local[k] <-> remote[k] (equal
+ * lengths), in as few calls as the kernel takes (IOV_MAX pieces each):
+ * small scattered blocks cost a call per thousand, not one each.  The
+ * arrays are changed during a call and put back.  On a failure *stopped
+ * is the piece that was not copied whole, and the reason says after how
+ * many of its bytes it stopped. */
+hixl_status_t hixl_cma_copyv(pid_t pid, int write, struct iovec *local,
+                             struct iovec *remote, size_t count,
+                             size_t *stopped);
 
 #endif
