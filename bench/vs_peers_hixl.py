@@ -8,7 +8,8 @@ transfer_async per request, for the paged KV cache (the kv and pipe jobs)
 transfers by block table (both sides' block layouts prepared once per job
 shape with prepare_blocks, untimed, as NIXL's lists are with
 prep_xfer_dlist; a request is transfer_blocks_async with two numpy id
-arrays), the engine's progress thread (the default),
+arrays), the engine's progress thread (the default) and its copier thread
+for same-host copies (hixl.AsyncCopy=thread: the submit returns at once),
 layer-granular flush (flush_layer / wait_layer) for the layer pipeline, a
 transfer's own notify for "all of my bytes are there", and the blocking
 waits (wait_transfers, wait_notifies), which sleep in the library.  Over
@@ -31,7 +32,12 @@ class Engine:
         # every engine listens on a port of its own: client-only engines
         # of one host share the name "127.0.0.1", and the decode takes one
         # connection per name
-        self.h.initialize("127.0.0.1:0", {"hixl.ListenEphemeral": "1"})
+        # and same-host copies on the engine's copier thread, as an
+        # engine whose prefill computes while its requests move sets it
+        # (docs/configuration.md, hixl.AsyncCopy): a request's submit
+        # returns at once, as the peers' do
+        self.h.initialize("127.0.0.1:0", {"hixl.ListenEphemeral": "1",
+                                          "hixl.AsyncCopy": "thread"})
         _, addr, self.handle = self.h.alloc_mem(arena_bytes, hixl.MEM_HOST)
         self.alloc = addr
         self.base = int(addr)

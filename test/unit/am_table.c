@@ -19,7 +19,7 @@
 
 /* A payload of pieces (and their data) at offset `misalign` of buf. */
 typedef struct payload {
-    unsigned char   buf[8 + MAXP * sizeof(hixl_am_piece_t) + 8192];
+    unsigned char   buf[8 + MAXP * sizeof(hixl_am_piece_t) + 65536];
     unsigned char  *p;
     size_t          len;
     hixl_am_hdr_t   h;
@@ -133,22 +133,23 @@ START_TEST(test_refused)
 END_TEST
 
 /* Pieces land at their own side's address, back to back from the data,
- * and nothing beside them changes. */
-START_TEST(test_scatter)
+ * and nothing beside them changes: in a small message (ordinary copies)
+ * and in one of a bulk transfer (copies past the caches), at odd sizes
+ * and alignments. */
+static void check_scatter(const size_t *lens, const size_t *offs)
 {
-    static unsigned char dst[4 * 4096];
-    const size_t lens[4] = {1, 4095, 61, 2048};
-    const size_t offs[4] = {4096 * 3 + 5, 7, 4096 * 2, 4096 + 1000};
+    static unsigned char dst[8 * 16384];
     hixl_am_piece_t pieces[4];
     hixl_am_table_t t;
-    payload_t pl;
-    size_t k, i, src = 0;
+    static payload_t pl;
+    size_t k, i, src;
     int side;
 
     for (side = 0; side < 2; ++side) {
         for (k = 0; k < 4; ++k) {
             uint64_t a = (uint64_t)(uintptr_t)(dst + offs[k]);
 
+            ck_assert_uint_le(offs[k] + lens[k], sizeof(dst));
             pieces[k].remote = side ? 0xdead0000 : a;
             pieces[k].local  = side ? a : 0xdead0000;
             pieces[k].len    = lens[k];
@@ -173,6 +174,17 @@ START_TEST(test_scatter)
             }
         }
     }
+}
+
+START_TEST(test_scatter)
+{
+    const size_t small_lens[4] = {1, 4095, 61, 2048};
+    const size_t small_offs[4] = {4096 * 3 + 5, 7, 4096 * 2, 4096 + 1000};
+    const size_t bulk_lens[4]  = {4096, 40001, 63, 9000};
+    const size_t bulk_offs[4]  = {16384 * 6 + 3, 16384 + 1, 5, 16384 * 4};
+
+    check_scatter(small_lens, small_offs);
+    check_scatter(bulk_lens, bulk_offs);
 }
 END_TEST
 

@@ -29,6 +29,13 @@
  * peer that cannot be reached does not hold many callers' transfers in
  * a queue that will only fail (ep_close.h). */
 #define HIXL_AM_WINDOW    (16u * 1024 * 1024)
+/* WRITE data a request's submitting call sends itself at most: the rest
+ * waits for the progress thread (or the caller's next progress call), so
+ * that the submit of a large request returns within about a millisecond
+ * instead of doing the whole send (over tcp UCX often completes a send
+ * inside the call, and the window then never fills), while a small one
+ * still goes out without a thread switch. */
+#define HIXL_AM_POST_INLINE (1024u * 1024)
 /* Pieces a message has room for when it is started; it grows to
  * HIXL_AM_MAX_PIECES when small pieces follow. */
 #define HIXL_AM_FIRST_CAP 4
@@ -209,14 +216,15 @@ static void hixl_am_wait(hixl_am_data_t *pool, hixl_am_msg_t *m)
     chan->am_wait_tail = m;
 }
 
-/* A WRITE: sent now if the window lets it, else queued. */
+/* A WRITE: sent now if the window lets it and the caller may (now), else
+ * queued for the progress callback. */
 static ucs_status_t hixl_am_send_write(hixl_engine_t *engine,
-                                       hixl_am_msg_t *m)
+                                       hixl_am_msg_t *m, int now)
 {
     hixl_am_data_t *pool = engine->am_data;
 
     pthread_spin_lock(&pool->lock);
-    if (!hixl_am_window_open(m->chan, m->hdr.len)) {
+    if (!now || !hixl_am_window_open(m->chan, m->hdr.len)) {
         hixl_am_wait(pool, m);
         pthread_spin_unlock(&pool->lock);
         return UCS_OK;
@@ -352,6 +360,7 @@ static ucs_status_t hixl_am_batch_send(hixl_engine_t *engine,
     hixl_am_payload_t pl;
     ucs_status_t ustatus;
     unsigned slot;
+    int now;
 
     hixl_assert_locked(&engine->lock);   /* posts are the caller's */
     hixl_assert((m->hdr.count > 0) && (m->hdr.len > 0));
@@ -362,7 +371,9 @@ static ucs_status_t hixl_am_batch_send(hixl_engine_t *engine,
     m->hdr.chan  = chan->id;
     m->hdr.addr  = m->pieces[0].remote;
     if (m->id == HIXL_AM_WRITE) {
-        ustatus = hixl_am_send_write(engine, m);
+        now            = (batch->posted < HIXL_AM_POST_INLINE);
+        batch->posted += m->hdr.len;
+        ustatus        = hixl_am_send_write(engine, m, now);
     } else {
         hixl_am_msg_payload(m, &pl);
         ustatus = hixl_am_sendv(engine, chan->ep, HIXL_AM_READ, &m->hdr, &pl,

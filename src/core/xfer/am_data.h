@@ -49,7 +49,8 @@ typedef struct hixl_region  hixl_region_t;
 /* A request's descriptors to one channel being gathered into messages
  * (zero it before the first; hixl_am_msg_t: core/peer/channel.h). */
 typedef struct hixl_am_batch {
-    hixl_am_msg_t *msg;   /* the message being gathered, or NULL */
+    hixl_am_msg_t *msg;      /* the message being gathered, or NULL */
+    size_t         posted;   /* WRITE bytes the caller's thread sent */
 } hixl_am_batch_t;
 
 /* Add a WRITE (id HIXL_AM_WRITE) of [local, +len) to remote, or a READ

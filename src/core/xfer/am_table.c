@@ -84,14 +84,23 @@ int hixl_am_table_placed(hixl_engine_t *engine, const hixl_am_table_t *t,
 void hixl_am_table_scatter(const hixl_am_table_t *t, hixl_am_side_t side)
 {
     const unsigned char *src = t->data;
+    /* a message as large as a streaming copy is a part of a bulk transfer
+     * sweeping its destination (util/copy.h), whatever its pieces' size:
+     * the blocks of a paged KV cache stream too */
+    int sweep = (t->len >= HIXL_COPY_STREAM_MIN);
     hixl_am_piece_t p;
+    void *dst;
     uint32_t k;
 
     hixl_assert(src != NULL);   /* a table with data */
     for (k = 0; k < t->count; ++k) {
         hixl_am_table_piece(t, k, &p);
-        hixl_copy_streaming((void*)(uintptr_t)hixl_am_piece_addr(&p, side),
-                            src, p.len);
+        dst = (void*)(uintptr_t)hixl_am_piece_addr(&p, side);
+        if (sweep) {
+            hixl_copy_past_caches(dst, src, p.len);
+        } else {
+            hixl_copy_streaming(dst, src, p.len);
+        }
         src += p.len;
     }
 }
