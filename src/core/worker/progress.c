@@ -19,6 +19,11 @@
 
 #define HIXL_POLL_BATCH      32
 #define HIXL_POLL_PERIOD     256   /* data-loop calls per socket look */
+/* A progress thread whose engine awaits answers on the control
+ * connections reads the sockets at least this often, however busy its
+ * data loop: a pass that sends a window's worth of WRITEs is long, and
+ * the answers that end a layer's flush waited behind the whole request. */
+#define HIXL_ANSWER_POLL_NS  100000ull   /* 100 us */
 
 /* ---- set-up ---------------------------------------------------------------- */
 
@@ -240,6 +245,7 @@ static unsigned hixl_poll_control(hixl_engine_t *engine, int timeout_ms)
         count = hixl_handle_events(engine, evs, n);
     }
     now = hixl_now_ns();
+    atomic_store_explicit(&p->polled_ns, now, memory_order_relaxed);
     if ((now >= p->next_periodic_ns) || atomic_exchange(&p->urgent, 0)) {
         p->next_periodic_ns = now + HIXL_PERIODIC_NS;
         hixl_run_periodic(engine, now);
@@ -284,13 +290,19 @@ static unsigned hixl_progress_weighted(hixl_engine_t *engine, unsigned weight)
      * and, in an engine without a progress thread, on every call while
      * WRITEs wait for their answers, which come on the control
      * connections: a loop that polls a tcp transfer would otherwise wait
-     * HIXL_POLL_PERIOD calls for each answer.  Not where a progress thread
-     * runs: an answer wakes it when it sleeps, and a system call on every
-     * round of its data loop takes the CPU a fan-in's receiver needs. */
-    if (!p->running &&
-        (atomic_load_explicit(&p->ctrl_answers_due,
-                              memory_order_relaxed) > 0)) {
-        weight = HIXL_POLL_PERIOD;
+     * HIXL_POLL_PERIOD calls for each answer.  Where a progress thread
+     * runs, at least every HIXL_ANSWER_POLL_NS while answers are due: an
+     * answer wakes it when it sleeps, and a system call on every round of
+     * its data loop takes the CPU a fan-in's receiver needs (a receiver
+     * awaits no answers). */
+    if (atomic_load_explicit(&p->ctrl_answers_due, memory_order_relaxed) >
+        0) {
+        if (!p->running ||
+            (hixl_now_ns() - atomic_load_explicit(&p->polled_ns,
+                                                  memory_order_relaxed) >=
+             HIXL_ANSWER_POLL_NS)) {
+            weight = HIXL_POLL_PERIOD;
+        }
     }
     p->poll_count += weight;
     if ((p->poll_count >= HIXL_POLL_PERIOD) || atomic_load(&p->urgent)) {

@@ -78,6 +78,7 @@ typedef struct hixl_progress {
     int                worker_efd_in;
     pthread_mutex_t    poll_lock;     /* one thread reads the sockets */
     unsigned           poll_count;
+    atomic_uint_fast64_t polled_ns;   /* when the sockets were last read */
     uint64_t           next_periodic_ns;
     pthread_t          thread;
     int                running;

@@ -297,7 +297,10 @@ static hixl_am_msg_t *hixl_am_take_ready(hixl_am_data_t *pool, size_t max,
     return out;
 }
 
-#define HIXL_AM_BATCH 64
+/* WRITEs a progress pass posts at most: about a MiB, so that the pass
+ * ends soon enough for the rest of the engine's work (the answers that
+ * end a layer's flush among it). */
+#define HIXL_AM_BATCH 16
 
 /* Send waiting WRITEs whose channel's window has room (a progress
  * callback). */
