@@ -79,7 +79,7 @@ START_TEST(test_only_control_answers_count)
     c  = hixl_chan_post(chan, HIXL_ANSWER_ELSEWHERE);
     w2 = hixl_chan_post(chan, HIXL_ANSWER_ON_CONTROL);
     ck_assert_int_eq(due(engine), 2);
-    ck_assert_int_eq(atomic_load(&chan->outstanding[w1]), 4);
+    ck_assert_int_eq(atomic_load(&chan->epochs[w1].outstanding), 4);
 
     hixl_chan_answered(chan, r, HIXL_ANSWER_ELSEWHERE);
     hixl_chan_answered(chan, c, HIXL_ANSWER_ELSEWHERE);
@@ -88,7 +88,7 @@ START_TEST(test_only_control_answers_count)
     ck_assert_int_eq(due(engine), 1);
     hixl_chan_answered(chan, w2, HIXL_ANSWER_ON_CONTROL);
     ck_assert_int_eq(due(engine), 0);
-    ck_assert_int_eq(atomic_load(&chan->outstanding[w1]), 0);
+    ck_assert_int_eq(atomic_load(&chan->epochs[w1].outstanding), 0);
 
     chan_end(engine, peer);
     hixl_peer_close(engine, peer, HIXL_NOT_CONNECTED, "test over");

@@ -26,8 +26,11 @@ static int         flush_mode;
 static int         flushes_posted;
 static int         flushes_out;     /* posted with FLUSH_PENDING */
 static atomic_int  wanted;
+/* the groups of the flushes out, in the order they were posted */
+static hixl_ep_flush_group_t *out_groups[HIXL_EP_FLUSH_MAX_DEPTH + 1];
 
-static ucs_status_ptr_t fake_flush(hixl_ep_flush_t *ep_flush, void *ep)
+static ucs_status_ptr_t fake_flush(hixl_ep_flush_t *ep_flush, void *ep,
+                                   hixl_ep_flush_group_t *group)
 {
     (void)ep_flush;
     ck_assert_ptr_eq(ep, (void*)0x1234);
@@ -38,18 +41,31 @@ static ucs_status_ptr_t fake_flush(hixl_ep_flush_t *ep_flush, void *ep)
     case FLUSH_INLINE_ERROR:
         return UCS_STATUS_PTR(UCS_ERR_IO_ERROR);
     default:
-        ++flushes_out;
+        ck_assert_int_le(flushes_out, HIXL_EP_FLUSH_MAX_DEPTH);
+        out_groups[flushes_out++] = group;
         return (ucs_status_ptr_t)(uintptr_t)0x1;   /* "a request" */
     }
 }
 
-/* A pending flush completes (what UCX's callback does). */
+/* The k-th pending flush (0: the oldest) completes, as UCX's callback
+ * would. */
+static void complete_nth(int k, ucs_status_t status)
+{
+    hixl_ep_flush_group_t *g;
+
+    ck_assert_int_gt(flushes_out, k);
+    g = out_groups[k];
+    memmove(&out_groups[k], &out_groups[k + 1],
+            (size_t)(flushes_out - k - 1) * sizeof(out_groups[0]));
+    --flushes_out;
+    hixl_ep_flush_completed(g, status);
+}
+
+/* The oldest pending flush completes. */
 static void complete_one(hixl_ep_flush_t *ep_flush, ucs_status_t status)
 {
-    ck_assert_int_gt(flushes_out, 0);
-    --flushes_out;
-    hixl_ep_flush_completed(ep_flush, status);
-    hixl_ep_flush_release(ep_flush);
+    (void)ep_flush;
+    complete_nth(0, status);
 }
 
 static hixl_ep_flush_t *new_ep_flush(int mode)
@@ -170,6 +186,14 @@ typedef struct {
 static void ordered_cb(hixl_ep_flush_waiter_t *w, ucs_status_t status)
 {
     ck_assert_int_eq(status, UCS_OK);
+    ck_assert_int_lt(order_n, 8);
+    order_log[order_n++] = ((ordered_t*)w)->id;
+}
+
+/* The same, whatever the status (a close's). */
+static void ordered_cb_any(hixl_ep_flush_waiter_t *w, ucs_status_t status)
+{
+    (void)status;
     ck_assert_int_lt(order_n, 8);
     order_log[order_n++] = ((ordered_t*)w)->id;
 }
@@ -310,6 +334,133 @@ START_TEST(test_close_settles_everything_once)
 }
 END_TEST
 
+/* ---- several flushes in flight (the channel's epoch slots) ---------------- */
+
+/* Each waiter gets a flush of its own at once, and groups are called
+ * back in the order their flushes went out, whatever order those
+ * complete in. */
+START_TEST(test_pipelined_in_order)
+{
+    hixl_ep_flush_t *ep_flush = new_ep_flush(FLUSH_PENDING);
+    ordered_t o[4];
+    int i;
+
+    hixl_ep_flush_set_depth(ep_flush, 4);
+    for (i = 0; i < 4; ++i) {
+        o[i].w.cb = ordered_cb;
+        o[i].id   = i;
+        ck_assert_int_eq(hixl_ep_flush_add(ep_flush, &o[i].w, 0), 0);
+    }
+    order_n = 0;
+    ck_assert_int_eq(flushes_posted, 4);   /* none waited */
+    complete_nth(2, UCS_OK);               /* o2's: earlier ones out */
+    complete_nth(1, UCS_OK);               /* o1's */
+    ck_assert_int_eq(order_n, 0);
+    complete_nth(0, UCS_OK);               /* o0's: o0, o1, o2 go */
+    ck_assert_int_eq(order_n, 3);
+    for (i = 0; i < 3; ++i) {
+        ck_assert_int_eq(order_log[i], i);
+    }
+    complete_nth(0, UCS_OK);
+    ck_assert_int_eq(order_n, 4);
+    ck_assert_int_eq(order_log[3], 3);
+    ck_assert_int_eq(atomic_load(&ep_flush->busy), 0);
+    hixl_ep_flush_close(ep_flush, UCS_ERR_CANCELED);
+    ck_assert_int_eq(order_n, 4);
+}
+END_TEST
+
+/* With depth flushes out, later waiters form one group under the next
+ * flush, issued when one completes (from the owner's progress). */
+START_TEST(test_pipelined_depth_full)
+{
+    hixl_ep_flush_t *ep_flush = new_ep_flush(FLUSH_PENDING);
+    counted_t c[5];
+    int i;
+
+    counted_init(c, 5);
+    hixl_ep_flush_set_depth(ep_flush, 2);
+    for (i = 0; i < 5; ++i) {
+        hixl_ep_flush_add(ep_flush, &c[i].w, 0);
+    }
+    ck_assert_int_eq(flushes_posted, 2);   /* c2..c4 wait */
+    complete_nth(1, UCS_OK);               /* c1's, before c0's */
+    ck_assert_int_eq(atomic_load(&c[1].calls), 0);
+    ck_assert_int_eq(atomic_load(&wanted), 0);   /* no room yet */
+    complete_nth(0, UCS_OK);
+    ck_assert_int_eq(atomic_load(&c[0].calls), 1);
+    ck_assert_int_eq(atomic_load(&c[1].calls), 1);
+    ck_assert_int_eq(atomic_load(&wanted), 1);
+    ck_assert_int_eq(hixl_ep_flush_progress(ep_flush), 1);
+    ck_assert_int_eq(flushes_posted, 3);   /* one for the three */
+    complete_one(ep_flush, UCS_OK);
+    for (i = 2; i < 5; ++i) {
+        ck_assert_int_eq(atomic_load(&c[i].calls), 1);
+        ck_assert_int_eq(c[i].status, UCS_OK);
+    }
+    hixl_ep_flush_close(ep_flush, UCS_ERR_CANCELED);
+}
+END_TEST
+
+/* A flush that fails fails the groups issued while it was out, which
+ * cover its operations; one issued after they were all called back
+ * starts afresh. */
+START_TEST(test_pipelined_failure_carries)
+{
+    hixl_ep_flush_t *ep_flush = new_ep_flush(FLUSH_PENDING);
+    counted_t c[4];
+
+    counted_init(c, 4);
+    hixl_ep_flush_set_depth(ep_flush, 3);
+    hixl_ep_flush_add(ep_flush, &c[0].w, 0);
+    hixl_ep_flush_add(ep_flush, &c[1].w, 0);
+    hixl_ep_flush_add(ep_flush, &c[2].w, 0);
+    complete_nth(2, UCS_OK);
+    complete_nth(1, UCS_OK);
+    complete_nth(0, UCS_ERR_ENDPOINT_TIMEOUT);
+    ck_assert_int_eq(c[0].status, UCS_ERR_ENDPOINT_TIMEOUT);
+    ck_assert_int_eq(c[1].status, UCS_ERR_ENDPOINT_TIMEOUT);
+    ck_assert_int_eq(c[2].status, UCS_ERR_ENDPOINT_TIMEOUT);
+    hixl_ep_flush_add(ep_flush, &c[3].w, 0);
+    complete_one(ep_flush, UCS_OK);
+    ck_assert_int_eq(atomic_load(&c[3].calls), 1);
+    ck_assert_int_eq(c[3].status, UCS_OK);
+    hixl_ep_flush_close(ep_flush, UCS_ERR_CANCELED);
+}
+END_TEST
+
+/* Close with several flushes out and waiters queued: everyone once, in
+ * order, and the late completions call nobody. */
+START_TEST(test_pipelined_close)
+{
+    hixl_ep_flush_t *ep_flush = new_ep_flush(FLUSH_PENDING);
+    ordered_t o[5];
+    int i;
+
+    hixl_ep_flush_set_depth(ep_flush, 3);
+    order_n = 0;
+    for (i = 0; i < 5; ++i) {
+        o[i].w.cb = ordered_cb_any;
+        o[i].id   = i;
+        hixl_ep_flush_add(ep_flush, &o[i].w, 0);
+    }
+    ck_assert_int_eq(flushes_posted, 3);
+    complete_nth(1, UCS_OK);   /* done, but o0's is not: not called */
+    hixl_ep_flush_retain(ep_flush);
+    hixl_ep_flush_close(ep_flush, UCS_ERR_CANCELED);
+    ck_assert_int_eq(order_n, 5);
+    for (i = 0; i < 5; ++i) {
+        ck_assert_int_eq(order_log[i], i);
+    }
+    while (flushes_out > 0) {
+        complete_one(ep_flush, UCS_OK);
+    }
+    ck_assert_int_eq(order_n, 5);
+    ck_assert_uint_eq(atomic_load(&ep_flush->refs), 1);
+    hixl_ep_flush_release(ep_flush);
+}
+END_TEST
+
 /* Completions from another thread while the owner adds and finally
  * closes: every waiter is called back exactly once, whatever the
  * interleaving (the close waits for callbacks running elsewhere). */
@@ -323,32 +474,47 @@ typedef struct race {
 
 static race_t race;
 
-static ucs_status_ptr_t race_flush(hixl_ep_flush_t *ep_flush, void *ep)
+static ucs_status_ptr_t race_flush(hixl_ep_flush_t *ep_flush, void *ep,
+                                   hixl_ep_flush_group_t *group)
 {
     (void)ep_flush;
     (void)ep;
     pthread_mutex_lock(&race.out_lock);
-    ++flushes_out;
+    ck_assert_int_le(flushes_out, HIXL_EP_FLUSH_MAX_DEPTH);
+    out_groups[flushes_out++] = group;
     pthread_mutex_unlock(&race.out_lock);
     return (ucs_status_ptr_t)(uintptr_t)0x1;
 }
 
+/* A flush out completes: the newest or the oldest, by turns, so that
+ * completions also come out of order. */
+static int race_complete_one(int newest)
+{
+    hixl_ep_flush_group_t *g = NULL;
+    int k;
+
+    pthread_mutex_lock(&race.out_lock);
+    if (flushes_out > 0) {
+        k = newest ? flushes_out - 1 : 0;
+        g = out_groups[k];
+        memmove(&out_groups[k], &out_groups[k + 1],
+                (size_t)(flushes_out - k - 1) * sizeof(out_groups[0]));
+        --flushes_out;
+    }
+    pthread_mutex_unlock(&race.out_lock);
+    if (g != NULL) {
+        hixl_ep_flush_completed(g, UCS_OK);
+    }
+    return g != NULL;
+}
+
 static void *race_completer(void *arg)
 {
-    int out;
+    int turn = 0;
 
     (void)arg;
     while (!atomic_load(&race.stop)) {
-        pthread_mutex_lock(&race.out_lock);
-        out = flushes_out;
-        if (out > 0) {
-            --flushes_out;
-        }
-        pthread_mutex_unlock(&race.out_lock);
-        if (out > 0) {
-            hixl_ep_flush_completed(race.ep_flush, UCS_OK);
-            hixl_ep_flush_release(race.ep_flush);
-        } else {
+        if (!race_complete_one(turn++ & 1)) {
             sched_yield();
         }
     }
@@ -368,6 +534,7 @@ START_TEST(test_threads_exactly_once)
     atomic_store(&race.stop, 0);
     race.ep_flush = hixl_ep_flush_create((void *)0x1, race_flush, &wanted);
     ck_assert_ptr_nonnull(race.ep_flush);
+    hixl_ep_flush_set_depth(race.ep_flush, _i ? 7 : 1);
     /* the completer may run after close */
     hixl_ep_flush_retain(race.ep_flush);
     ck_assert_int_eq(pthread_create(&tid, NULL, race_completer, NULL), 0);
@@ -389,10 +556,7 @@ START_TEST(test_threads_exactly_once)
     hixl_ep_flush_close(race.ep_flush, UCS_ERR_CANCELED);
     atomic_store(&race.stop, 1);
     pthread_join(tid, NULL);
-    while (flushes_out > 0) {     /* late completions after the close */
-        --flushes_out;
-        hixl_ep_flush_completed(race.ep_flush, UCS_OK);
-        hixl_ep_flush_release(race.ep_flush);
+    while (race_complete_one(0)) {   /* late completions after the close */
     }
     for (i = 0; i < RACE_WAITERS; ++i) {
         ck_assert_msg(atomic_load(&c[i].calls) == 1, "waiter %d called back "
@@ -418,7 +582,12 @@ static Suite *unit_ep_flush_suite(void)
     tcase_add_test(tc, test_group_commit);
     tcase_add_test(tc, test_due_flush_taken_by_add);
     tcase_add_test(tc, test_close_settles_everything_once);
-    tcase_add_test(tc, test_threads_exactly_once);
+    tcase_add_test(tc, test_pipelined_in_order);
+    tcase_add_test(tc, test_pipelined_depth_full);
+    tcase_add_test(tc, test_pipelined_failure_carries);
+    tcase_add_test(tc, test_pipelined_close);
+    tcase_add_loop_test(tc, test_threads_exactly_once, 0, 2);   /* depth
+                                                                   1, 7 */
     suite_add_tcase(s, tc);
     return s;
 }

@@ -55,12 +55,12 @@ enum {
 #define HIXL_AM_SEAL_LEN    sizeof(uint64_t)
 
 /* flags */
-#define HIXL_AM_FLAG_SLOT      1u     /* the epoch slot of the operation */
-#define HIXL_AM_FLAG_ERR_PEER  2u     /* BIND: the endpoint is in PEER mode */
-/* WRITE: more of its descriptor follows at once, so its answer may wait
- * to go out with theirs (core/peer/inbound.h); a receiver that does not know
- * the flag answers at once, and echoes it, which the sender ignores */
-#define HIXL_AM_FLAG_MORE      4u
+#define HIXL_AM_FLAG_SLOT      0x3fu  /* the epoch slot of the operation
+                                         (core/peer/channel.h), a mask */
+#define HIXL_AM_FLAG_ERR_PEER  0x40u  /* BIND: the endpoint is in PEER mode */
+/* WRITE: more of its request follows at once, so its answer may wait
+ * to go out with theirs (core/peer/inbound.h) */
+#define HIXL_AM_FLAG_MORE      0x80u
 
 typedef struct hixl_am_hdr {
     uint32_t magic;

@@ -16,6 +16,11 @@
 
 #define HIXL_CHAN_CHUNK 64
 
+/* a message's slot travels in its flags */
+_Static_assert((HIXL_CHAN_EPOCHS & (HIXL_CHAN_EPOCHS - 1)) == 0 &&
+               HIXL_CHAN_EPOCHS - 1 == HIXL_AM_FLAG_SLOT,
+               "epoch slots and HIXL_AM_FLAG_SLOT disagree");
+
 /* id: 32 bits of slot index + 1, 32 bits of the slot's generation */
 static uint64_t hixl_chan_make_id(size_t index, unsigned gen)
 {
@@ -70,32 +75,30 @@ static hixl_chan_t *hixl_chan_slot(hixl_chan_table_t *t)
 
 /* ---- flushing: UCX's flush and the slot's answers -------------------------- */
 
-static void hixl_chan_part_done(hixl_chan_t *chan, ucs_status_t status)
+static void hixl_chan_part_done(hixl_chan_epoch_t *e, ucs_status_t status)
 {
     int ok = UCS_OK;
-    hixl_ep_flush_t *ep_flush;
     int parts;
 
     if (status != UCS_OK) {
-        atomic_compare_exchange_strong(&chan->flush_status, &ok, (int)status);
+        atomic_compare_exchange_strong(&e->status, &ok, (int)status);
     }
-    parts = atomic_fetch_sub(&chan->flush_parts, 1);
+    parts = atomic_fetch_sub(&e->parts, 1);
     hixl_assert(parts >= 1);   /* each part of a flush ends once */
-    if (parts != 1) {
-        return;
+    if (parts == 1) {
+        /* drops the flush's reference on the service */
+        hixl_ep_flush_completed(e->group, (ucs_status_t)atomic_load(
+                                    &e->status));
     }
-    ep_flush = chan->ep_flush;
-    hixl_ep_flush_completed(ep_flush,
-                            (ucs_status_t)atomic_load(&chan->flush_status));
-    hixl_ep_flush_release(ep_flush);   /* the flush's reference */
 }
 
-/* The flush waits for slot and it is empty now: that part is done. */
-static void hixl_chan_slot_drained(hixl_chan_t *chan, int slot)
+/* The flush waits for slot e and it is empty now: that part is done. */
+static void hixl_chan_slot_drained(hixl_chan_epoch_t *e)
 {
-    hixl_assert((slot == 0) || (slot == 1));
-    if (atomic_compare_exchange_strong(&chan->flush_slot, &slot, -1)) {
-        hixl_chan_part_done(chan, UCS_OK);
+    int armed = 1;
+
+    if (atomic_compare_exchange_strong(&e->armed, &armed, 0)) {
+        hixl_chan_part_done(e, UCS_OK);
     }
 }
 
@@ -108,41 +111,48 @@ static void hixl_chan_ucp_flushed(void *request, ucs_status_t status,
 
 /*
  * The flush function of a channel's endpoint (ep_flush.h), called under
- * engine->lock with no other flush of the endpoint in flight.  Without
- * library messages in flight it is UCX's flush alone (which may complete
- * at once: shared memory).  Otherwise the writes and reads posted from now
- * count in the other slot, and the flush is done when UCX's flush and the
- * answers of this slot are both in.  UCX's flush is left out where no put
- * or get was posted since its last one (hixl_chan_rma_posted): then the
- * answers alone, or nothing at all, are the flush.
+ * engine->lock with fewer than HIXL_CHAN_EPOCHS - 1 other flushes of the
+ * endpoint in flight.  Without library messages in flight it is UCX's
+ * flush alone (which may complete at once: shared memory).  Otherwise the
+ * writes and reads posted from now count in the next slot, and the flush
+ * is done when UCX's flush and the answers of this slot are both in.
+ * UCX's flush is left out where no put or get was posted since its last
+ * one (hixl_chan_rma_posted): then the answers alone, or nothing at all,
+ * are the flush.
  */
-static ucs_status_ptr_t hixl_chan_flush(hixl_ep_flush_t *ep_flush, void *ep)
+static ucs_status_ptr_t hixl_chan_flush(hixl_ep_flush_t *ep_flush, void *ep,
+                                        hixl_ep_flush_group_t *group)
 {
-    hixl_chan_t     *chan = ep_flush->owner;
-    ucs_status_ptr_t sp;
-    int slot          = chan->cur;
+    hixl_chan_t       *chan = ep_flush->owner;
+    int                slot = chan->cur;
+    hixl_chan_epoch_t *e    = &chan->epochs[slot];
+    ucs_status_ptr_t   sp;
     /* taken before UCX's flush is posted: a put posted after this sets it
      * again for the next flush (hixl_chan_rma_posted); looked at first, as
      * an exchange is an atomic read-modify-write even when it finds 0 */
-    int ucx           = atomic_load(&chan->ucx_ops) &&
-                        atomic_exchange(&chan->ucx_ops, 0);
+    int ucx            = atomic_load(&chan->ucx_ops) &&
+                         atomic_exchange(&chan->ucx_ops, 0);
 
-    if (atomic_load(&chan->outstanding[slot]) == 0) {
-        return ucx ? hixl_ep_flush_via_ucp(ep_flush, ep) : NULL;
+    if (atomic_load(&e->outstanding) == 0) {
+        return ucx ? hixl_ep_flush_via_ucp(ep_flush, ep, group) : NULL;
     }
-    chan->cur = slot ^ 1;
-    atomic_store(&chan->flush_status, UCS_OK);
-    atomic_store(&chan->flush_parts, ucx ? 2 : 1);
-    atomic_store(&chan->flush_slot, -1);
+    chan->cur = (slot + 1) % HIXL_CHAN_EPOCHS;
+    /* free: at most HIXL_CHAN_EPOCHS - 1 flushes are out (the service's
+     * depth), and slots are closed in order */
+    hixl_assert(atomic_load(&chan->epochs[chan->cur].parts) <= 0);
+    atomic_store(&e->status, UCS_OK);
+    atomic_store(&e->parts, ucx ? 2 : 1);
+    atomic_store(&e->armed, 0);
+    e->group = group;
     if (ucx) {
-        sp = hixl_ep_flush_ucp_post(ep, hixl_chan_ucp_flushed, chan);
+        sp = hixl_ep_flush_ucp_post(ep, hixl_chan_ucp_flushed, e);
         if (!UCS_PTR_IS_PTR(sp)) {
-            hixl_chan_part_done(chan, UCS_PTR_STATUS(sp));
+            hixl_chan_part_done(e, UCS_PTR_STATUS(sp));
         }
     }
-    atomic_store(&chan->flush_slot, slot);
-    if (atomic_load(&chan->outstanding[slot]) == 0) {
-        hixl_chan_slot_drained(chan, slot);
+    atomic_store(&e->armed, 1);
+    if (atomic_load(&e->outstanding) == 0) {
+        hixl_chan_slot_drained(e);
     }
     /* done through hixl_ep_flush_completed, maybe already */
     return (ucs_status_ptr_t)(uintptr_t)1;
@@ -156,7 +166,7 @@ static int hixl_chan_idle(hixl_ep_flush_t *ep_flush)
     hixl_chan_t *chan = ep_flush->owner;
 
     return (atomic_load(&chan->ucx_ops) == 0) &&
-           (atomic_load(&chan->outstanding[chan->cur]) == 0);
+           (atomic_load(&chan->epochs[chan->cur].outstanding) == 0);
 }
 
 void hixl_chan_rma_posted(hixl_chan_t *chan)
@@ -170,14 +180,14 @@ unsigned hixl_chan_post(hixl_chan_t *chan, hixl_answer_via_t via)
 {
     /* posts run under engine->lock, which the stop of a channel holds */
     hixl_assert(atomic_load(&chan->open));
-    hixl_assert((chan->cur == 0) || (chan->cur == 1));
+    hixl_assert((chan->cur >= 0) && (chan->cur < HIXL_CHAN_EPOCHS));
     hixl_assert((via == HIXL_ANSWER_ON_CONTROL) ||
                 (via == HIXL_ANSWER_ELSEWHERE));
     if (via == HIXL_ANSWER_ON_CONTROL) {
         atomic_fetch_add(chan->ctrl_due, 1);
         atomic_fetch_add(&chan->ctrl_pending, 1);
     }
-    atomic_fetch_add(&chan->outstanding[chan->cur], 1);
+    atomic_fetch_add(&chan->epochs[chan->cur].outstanding, 1);
     return (unsigned)chan->cur;
 }
 
@@ -191,10 +201,10 @@ void hixl_chan_answered(hixl_chan_t *chan, unsigned slot,
         (atomic_fetch_sub(&chan->ctrl_pending, 1) > 0)) {
         atomic_fetch_sub(chan->ctrl_due, 1);
     }
-    slot  &= 1;
-    before = atomic_fetch_sub(&chan->outstanding[slot], 1);
+    slot  %= HIXL_CHAN_EPOCHS;
+    before = atomic_fetch_sub(&chan->epochs[slot].outstanding, 1);
     if (before == 1) {
-        hixl_chan_slot_drained(chan, (int)slot);
+        hixl_chan_slot_drained(&chan->epochs[slot]);
     }
 }
 
@@ -203,17 +213,21 @@ void hixl_chan_answered(hixl_chan_t *chan, unsigned slot,
 hixl_status_t hixl_chan_open(hixl_engine_t *engine, hixl_peer_t *peer)
 {
     hixl_chan_t *chan;
+    int i;
 
     pthread_rwlock_wrlock(&engine->serve_lock);
     chan = hixl_chan_slot(&engine->chans);
     if (chan != NULL) {
         atomic_store(&chan->bound, 0);
-        atomic_store(&chan->outstanding[0], 0);
-        atomic_store(&chan->outstanding[1], 0);
+        for (i = 0; i < HIXL_CHAN_EPOCHS; ++i) {
+            chan->epochs[i].chan = chan;
+            atomic_store(&chan->epochs[i].outstanding, 0);
+            atomic_store(&chan->epochs[i].parts, 0);
+            atomic_store(&chan->epochs[i].armed, 0);
+            chan->epochs[i].group = NULL;
+        }
         atomic_store(&chan->ctrl_pending, 0);
         chan->ctrl_due = &engine->progress.ctrl_answers_due;
-        atomic_store(&chan->flush_slot, -1);
-        atomic_store(&chan->flush_parts, 0);
         atomic_store(&chan->ucx_ops, 1);
         chan->cur  = 0;
         chan->conn = peer->conn_id;
@@ -229,6 +243,8 @@ hixl_status_t hixl_chan_open(hixl_engine_t *engine, hixl_peer_t *peer)
     peer->ep_flush->owner = chan;
     peer->ep_flush->flush = hixl_chan_flush;
     peer->ep_flush->idle  = hixl_chan_idle;
+    /* a flush per slot in flight, one slot left for the posts */
+    hixl_ep_flush_set_depth(peer->ep_flush, HIXL_CHAN_EPOCHS - 1);
     peer->chan       = chan;
     return HIXL_SUCCESS;
 }
@@ -243,6 +259,8 @@ static long hixl_chan_take_due(atomic_long *count)
 
 void hixl_chan_stop(hixl_engine_t *engine, hixl_chan_t *chan)
 {
+    int i;
+
     hixl_assert(atomic_load(&chan->open));   /* stopped once */
     pthread_rwlock_wrlock(&engine->serve_lock);
     atomic_store(&chan->open, 0);
@@ -253,8 +271,9 @@ void hixl_chan_stop(hixl_engine_t *engine, hixl_chan_t *chan)
     }
     /* the answers still due will not come: the engine stops waiting for
      * them (a late hixl_chan_answered finds the counts at or below zero) */
-    atomic_store(&chan->outstanding[0], 0);
-    atomic_store(&chan->outstanding[1], 0);
+    for (i = 0; i < HIXL_CHAN_EPOCHS; ++i) {
+        atomic_store(&chan->epochs[i].outstanding, 0);
+    }
     atomic_fetch_sub(chan->ctrl_due, hixl_chan_take_due(&chan->ctrl_pending));
     pthread_rwlock_unlock(&engine->serve_lock);
     /* no copy or pack starts from now (its start looks under serve_lock);
@@ -266,21 +285,23 @@ void hixl_chan_stop(hixl_engine_t *engine, hixl_chan_t *chan)
 
 void hixl_chan_close(hixl_engine_t *engine, hixl_chan_t *chan)
 {
-    int slot;
+    int i, out = 0;
 
     hixl_assert(!atomic_load(&chan->open));   /* stopped first */
     pthread_rwlock_wrlock(&engine->serve_lock);
-    /* a flush still waiting for answers will not get them: its part of
-     * them ends here (the flush service was closed before, so this only
-     * drops the flush's reference on it) */
-    slot = atomic_exchange(&chan->flush_slot, -1);
-    if (slot >= 0) {
-        hixl_chan_part_done(chan, UCS_ERR_CANCELED);
+    for (i = 0; i < HIXL_CHAN_EPOCHS; ++i) {
+        /* a flush still waiting for answers will not get them: its part
+         * of them ends here (the flush service was closed before, so this
+         * only drops the flush's reference on it) */
+        if (atomic_exchange(&chan->epochs[i].armed, 0)) {
+            hixl_chan_part_done(&chan->epochs[i], UCS_ERR_CANCELED);
+        }
+        out |= (atomic_load(&chan->epochs[i].parts) > 0);
     }
     /* UCX calls a force-closed endpoint's flush back inside the close, but
      * may defer it: a slot whose flush is still out is never reused (its
      * late callback finds it as it left it) */
-    if (atomic_load(&chan->flush_parts) <= 0) {
+    if (!out) {
         chan->next_free    = engine->chans.free;
         engine->chans.free = chan;
     }

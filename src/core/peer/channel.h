@@ -13,11 +13,14 @@
  *    the listener knows the endpoint UCX made for this connection
  *    (core/peer/inbound.h); BIND_ACK answers (UNBIND ends it:
  *    core/peer/ep_close.h);
- *  - the count of library WRITE/READ messages not answered yet, in two
- *    epoch slots: an endpoint flush closes the current slot and completes
- *    when UCX's own flush (for puts and gets, where any were posted since
- *    UCX's last one) and the answers of every message of that slot are
- *    in.  That is the endpoint-flush service's
+ *  - the count of library WRITE/READ messages (and same-host copies) not
+ *    answered yet, in a ring of HIXL_CHAN_EPOCHS epoch slots: an endpoint
+ *    flush closes the current slot and completes when UCX's own flush (for
+ *    puts and gets, where any were posted since UCX's last one) and the
+ *    answers of every message of that slot are in.  Up to
+ *    HIXL_CHAN_EPOCHS - 1 flushes are in flight at once, each waiting for
+ *    its own slot, so a layer's flush does not wait for the layers posted
+ *    after it.  That is the endpoint-flush service's
  *    flush function for the peer (core/peer/ep_flush.h), so transfers, layer
  *    signals and revoke answers cover both kinds of operation alike.
  *
@@ -39,6 +42,25 @@ typedef struct hixl_peer    hixl_peer_t;
 typedef struct hixl_chan    hixl_chan_t;
 typedef struct hixl_am_msg hixl_am_msg_t;
 
+/* Epoch slots: a flush per layer of a model's request in flight at once
+ * (a power of two: a message's slot travels in its flags, core/am/am_proto.h's
+ * HIXL_AM_FLAG_SLOT). */
+#define HIXL_CHAN_EPOCHS 64
+
+/* One epoch slot: its messages not answered yet, and the flush waiting
+ * for them, if any. */
+typedef struct hixl_chan_epoch {
+    hixl_chan_t            *chan;
+    atomic_long             outstanding;
+    /* the flush that closed this slot: parts still to come (UCX's flush,
+     * the slot's answers), its status; armed while it waits for the
+     * answers */
+    atomic_int              parts;
+    atomic_int              status;
+    atomic_int              armed;
+    hixl_ep_flush_group_t  *group;
+} hixl_chan_epoch_t;
+
 struct hixl_chan {
     atomic_uint   gen;          /* of the slot: part of the id */
     atomic_int    open;
@@ -47,8 +69,8 @@ struct hixl_chan {
     uint64_t      conn;         /* the listener's id of the connection */
     ucp_ep_h      ep;
     hixl_ep_flush_t *ep_flush;
-    /* messages not answered yet, per epoch slot; writes count into `cur` */
-    atomic_long   outstanding[2];
+    /* messages not answered yet, per epoch slot; posts count into `cur` */
+    hixl_chan_epoch_t epochs[HIXL_CHAN_EPOCHS];
     /* of those, the ones whose answer comes on the control connection
      * (WRITEs); each also counts in *ctrl_due (the engine's
      * ctrl_answers_due) until it is answered or the channel stops */
@@ -59,11 +81,6 @@ struct hixl_chan {
      * (1 at open: the first flush is UCX's, which also completes the
      * endpoint's wire-up) */
     atomic_int    ucx_ops;
-    /* the flush in flight (at most one: ep_flush.h): parts still to come
-     * (UCX's flush, the slot's answers), its status, its slot or -1 */
-    atomic_int    flush_parts;
-    atomic_int    flush_status;
-    atomic_int    flush_slot;
     hixl_chan_t  *next_free;
     /* library WRITEs (core/xfer/am_data.c): bytes UCX holds to send, and
      * those waiting for room (under the message pool's lock) */

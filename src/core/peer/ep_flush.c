@@ -26,7 +26,16 @@ hixl_ep_flush_t *hixl_ep_flush_create(void *ep, hixl_ep_flush_fn_t flush,
     ep_flush->ep     = ep;
     ep_flush->flush  = flush;
     ep_flush->wanted = wanted;
+    ep_flush->depth  = 1;
+    ep_flush->failed = UCS_OK;
     return ep_flush;
+}
+
+void hixl_ep_flush_set_depth(hixl_ep_flush_t *ep_flush, unsigned depth)
+{
+    hixl_assert((depth >= 1) && (depth <= HIXL_EP_FLUSH_MAX_DEPTH));
+    hixl_assert(atomic_load(&ep_flush->busy) == 0);   /* before any use */
+    ep_flush->depth = depth;
 }
 
 void hixl_ep_flush_retain(hixl_ep_flush_t *ep_flush)
@@ -46,45 +55,49 @@ void hixl_ep_flush_release(hixl_ep_flush_t *ep_flush)
         return;
     }
     hixl_assert(atomic_load(&ep_flush->calling) == 0);
-    hixl_assert((ep_flush->group == NULL) && (ep_flush->wait_head == NULL));
+    hixl_assert((ep_flush->out == 0) && (ep_flush->wait_head == NULL));
     pthread_spin_destroy(&ep_flush->lock);
     free(ep_flush);
 }
 
-/* lock held (or exclusive): if a flush is due, the waiters become its
- * group.  Returns 1 when the caller is to issue it. */
-static int hixl_ep_flush_take_waiters(hixl_ep_flush_t *ep_flush)
+/* lock held (or exclusive: nothing in flight): a group in flight for the
+ * waiters head..tail, the newest. */
+static hixl_ep_flush_group_t *hixl_ep_flush_open(hixl_ep_flush_t        *ep_flush,
+                                                 hixl_ep_flush_waiter_t *head,
+                                                 hixl_ep_flush_waiter_t *tail)
 {
-    if (!ep_flush->due || (ep_flush->ep == NULL) ||
-        (ep_flush->wait_head == NULL)) {
-        return 0;
-    }
-    /* due is set only when the flush in flight ended: no group is out */
-    hixl_assert(ep_flush->group == NULL);
-    hixl_assert(atomic_load(&ep_flush->busy) == 1);
-    ep_flush->group     = ep_flush->wait_head;
-    ep_flush->wait_head = ep_flush->wait_tail = NULL;
-    ep_flush->due                             = 0;
-    return 1;
+    hixl_ep_flush_group_t *g;
+
+    hixl_assert(ep_flush->out < ep_flush->depth);
+    g = &ep_flush->groups[(ep_flush->first + ep_flush->out) %
+                          HIXL_EP_FLUSH_MAX_DEPTH];
+    ep_flush->out++;
+    g->ep_flush = ep_flush;
+    g->head     = head;
+    g->tail     = tail;
+    g->done     = 0;
+    g->status   = UCS_OK;
+    return g;
 }
 
-/* lock held (or exclusive): the flush covering the group ended; detach
- * the group.  *due_p: waiters are owed the next flush (busy stays set). */
-static hixl_ep_flush_waiter_t *hixl_ep_flush_claim(hixl_ep_flush_t *ep_flush,
-                                                   int             *due_p)
+/* lock held: if a flush is due and one more may go out, the waiters
+ * become its group, which the caller is to issue. */
+static hixl_ep_flush_group_t *hixl_ep_flush_take_waiters(
+        hixl_ep_flush_t *ep_flush)
 {
-    hixl_ep_flush_waiter_t *group = ep_flush->group;
+    hixl_ep_flush_group_t *g;
 
-    hixl_assert(atomic_load(&ep_flush->busy) == 1);   /* a flush was out */
-    ep_flush->group = NULL;
-    if ((ep_flush->ep != NULL) && (ep_flush->wait_head != NULL)) {
-        ep_flush->due = 1;
-        *due_p   = 1;
-    } else {
-        *due_p = 0;
-        atomic_store_explicit(&ep_flush->busy, 0, memory_order_release);
+    if (!ep_flush->due || (ep_flush->ep == NULL) ||
+        (ep_flush->wait_head == NULL) ||
+        (ep_flush->out >= ep_flush->depth)) {
+        return NULL;
     }
-    return group;
+    hixl_assert(atomic_load(&ep_flush->busy) == 1);
+    g = hixl_ep_flush_open(ep_flush, ep_flush->wait_head,
+                           ep_flush->wait_tail);
+    ep_flush->wait_head = ep_flush->wait_tail = NULL;
+    ep_flush->due                             = 0;
+    return g;
 }
 
 /* Call back a detached list.  own, when set and successful, is not called
@@ -107,36 +120,122 @@ static void hixl_ep_flush_call(hixl_ep_flush_waiter_t *list,
     }
 }
 
-/* Flush for ep_flush->group.  The caller is the one thread that may add or
- * issue (engine lock), and no flush is in flight, so a flush that
- * completes at once is finished here without the spinlock, and the next
- * group with it.  Returns 1 when own was covered by a flush that completed
- * here without error. */
+/* lock held: the oldest group in flight, if its flush and every earlier
+ * one completed, detached with the status to call it back with. */
+static hixl_ep_flush_waiter_t *hixl_ep_flush_pop(hixl_ep_flush_t *ep_flush,
+                                                 ucs_status_t    *status,
+                                                 int             *popped)
+{
+    hixl_ep_flush_group_t *g = &ep_flush->groups[ep_flush->first];
+    hixl_ep_flush_waiter_t *list;
+
+    *popped = (ep_flush->out > 0) && g->done;
+    if (!*popped) {
+        return NULL;
+    }
+    /* a later flush covers an earlier one's operations: its failure too */
+    if ((ep_flush->failed == UCS_OK) && (g->status != UCS_OK)) {
+        ep_flush->failed = g->status;
+    }
+    *status         = ep_flush->failed;
+    list            = g->head;
+    g->head         = g->tail = NULL;
+    ep_flush->first = (ep_flush->first + 1) % HIXL_EP_FLUSH_MAX_DEPTH;
+    if (--ep_flush->out == 0) {
+        ep_flush->failed = UCS_OK;   /* what comes next starts afresh */
+    }
+    if ((ep_flush->wait_head != NULL) && (ep_flush->ep != NULL)) {
+        ep_flush->due = 1;   /* room for the waiters' flush */
+    }
+    return list;
+}
+
+/*
+ * The flush of g completed with status.  Whoever finds no other thread
+ * calling back calls back every group whose turn has come, in order, and
+ * any that complete meanwhile; the others leave theirs to it.  Returns 1
+ * when own was called back successfully here without its callback.
+ */
+static int hixl_ep_flush_finish(hixl_ep_flush_t *ep_flush,
+                                hixl_ep_flush_group_t *g,
+                                ucs_status_t status,
+                                hixl_ep_flush_waiter_t *own)
+{
+    hixl_ep_flush_waiter_t *list;
+    ucs_status_t st = UCS_OK;
+    int own_done = 0, popped, due;
+    unsigned calling;
+
+    pthread_spin_lock(&ep_flush->lock);
+    if (ep_flush->ep == NULL) {
+        /* closed: its waiters were called back by the close */
+        pthread_spin_unlock(&ep_flush->lock);
+        return 0;
+    }
+    g->done   = 1;
+    g->status = status;
+    if (ep_flush->delivering) {
+        pthread_spin_unlock(&ep_flush->lock);
+        return 0;
+    }
+    ep_flush->delivering = 1;
+    atomic_fetch_add(&ep_flush->calling, 1);   /* close waits for us */
+    for (;;) {
+        list = hixl_ep_flush_pop(ep_flush, &st, &popped);
+        if (!popped) {
+            break;
+        }
+        pthread_spin_unlock(&ep_flush->lock);
+        hixl_ep_flush_call(list, st, own, &own_done);
+        pthread_spin_lock(&ep_flush->lock);
+    }
+    ep_flush->delivering = 0;
+    due                  = ep_flush->due;
+    if ((ep_flush->out == 0) && !due && (ep_flush->wait_head == NULL)) {
+        atomic_store_explicit(&ep_flush->busy, 0, memory_order_release);
+    }
+    pthread_spin_unlock(&ep_flush->lock);
+    calling = atomic_fetch_sub(&ep_flush->calling, 1);
+    hixl_assert(calling >= 1);   /* never below zero */
+    (void)calling;
+    if (due) {
+        /* the engine lock may not be taken here: the next flush is issued
+         * by a caller that holds it (hixl_ep_flush_progress,
+         * hixl_ep_flush_add) */
+        atomic_store(ep_flush->wanted, 1);
+    }
+    return own_done;
+}
+
+/* Flush for g, and then for the waiters whose flush that made due.  The
+ * caller is the one thread that may add or issue (engine lock).  Returns
+ * 1 when own was covered by a flush that completed here without error. */
 static int hixl_ep_flush_issue(hixl_ep_flush_t        *ep_flush,
+                               hixl_ep_flush_group_t  *g,
                                hixl_ep_flush_waiter_t *own)
 {
-    hixl_ep_flush_waiter_t *group;
     ucs_status_ptr_t sp;
-    int more, due, own_done = 0;
+    int own_done = 0;
 
-    hixl_assert(ep_flush->group != NULL);   /* what the flush is for */
-    do {
+    while (g != NULL) {
         if ((ep_flush->idle != NULL) && ep_flush->idle(ep_flush)) {
             sp = NULL;   /* nothing to flush: done at once */
         } else {
             /* the flush's, dropped by its completion */
             hixl_ep_flush_retain(ep_flush);
-            sp = ep_flush->flush(ep_flush, ep_flush->ep);
+            sp = ep_flush->flush(ep_flush, ep_flush->ep, g);
             if (UCS_PTR_IS_PTR(sp)) {
                 return own_done;   /* the rest: hixl_ep_flush_completed */
             }
             /* done at once: the owner's ref remains */
             hixl_ep_flush_release(ep_flush);
         }
-        group = hixl_ep_flush_claim(ep_flush, &due);
-        hixl_ep_flush_call(group, UCS_PTR_STATUS(sp), own, &own_done);
-        more = due && hixl_ep_flush_take_waiters(ep_flush);
-    } while (more);
+        own_done |= hixl_ep_flush_finish(ep_flush, g, UCS_PTR_STATUS(sp),
+                                         own);
+        pthread_spin_lock(&ep_flush->lock);
+        g = hixl_ep_flush_take_waiters(ep_flush);
+        pthread_spin_unlock(&ep_flush->lock);
+    }
     return own_done;
 }
 
@@ -144,7 +243,8 @@ int hixl_ep_flush_add(hixl_ep_flush_t *ep_flush, hixl_ep_flush_waiter_t *w,
                       int own_fast)
 {
     hixl_ep_flush_waiter_t *own = own_fast ? w : NULL;
-    int issue, idle;
+    hixl_ep_flush_group_t *g    = NULL;
+    int idle;
 
     hixl_assert((w != NULL) && (w->cb != NULL));
     w->next = NULL;
@@ -152,115 +252,111 @@ int hixl_ep_flush_add(hixl_ep_flush_t *ep_flush, hixl_ep_flush_waiter_t *w,
         w->cb(w, UCS_ERR_CANCELED);
         return 0;
     }
-    /* No flush out or due: only the caller's thread sets busy, and with no
-     * flush out no callback touches the lists, so they are ours without
-     * the spinlock until a flush goes out. */
-    if (atomic_load_explicit(&ep_flush->busy, memory_order_acquire) == 0) {
-        ep_flush->group = w;
-        atomic_store_explicit(&ep_flush->busy, 1, memory_order_relaxed);
-        return hixl_ep_flush_issue(ep_flush, own);
-    }
-    /* Nothing posted since the flush out was issued (or all of it done
-     * already): that flush covers w's operations.  Asked here, under the
-     * engine lock, before anything more can be posted; an answer that
-     * arrives meanwhile only makes it truer. */
     idle = (ep_flush->idle != NULL) && ep_flush->idle(ep_flush);
+    /* Nothing in flight, waiting or being called back: only the caller's
+     * thread sets busy, and no callback touches the lists until a flush
+     * goes out, so they are ours without the spinlock. */
+    if (atomic_load_explicit(&ep_flush->busy, memory_order_acquire) == 0) {
+        if (idle) {
+            /* everything posted is done: no flush, no reference (a small
+             * transfer that completed inside its post paid a fifth of its
+             * cost in those atomics) */
+            if (own != NULL) {
+                return 1;
+            }
+            w->cb(w, UCS_OK);
+            return 0;
+        }
+        atomic_store_explicit(&ep_flush->busy, 1, memory_order_relaxed);
+        return hixl_ep_flush_issue(ep_flush,
+                                   hixl_ep_flush_open(ep_flush, w, w), own);
+    }
+    /* Asked before the lock, under the engine lock, before anything more
+     * can be posted; an answer that arrives meanwhile only makes it
+     * truer. */
     pthread_spin_lock(&ep_flush->lock);
     if (!atomic_load(&ep_flush->busy)) {
-        ep_flush->group = w;   /* a callback cleared it just now */
-        atomic_store(&ep_flush->busy, 1);
-        issue = 1;
-    } else if (idle && (ep_flush->group != NULL)) {
-        /* the flush out has not completed (its completion detaches the
-         * group under this lock): w joins its group, last, so that a
-         * group is called back in the order its waiters came (a join
-         * is rare: walking the group is cheap enough) */
-        hixl_ep_flush_waiter_t *tail = ep_flush->group;
+        atomic_store(&ep_flush->busy, 1);   /* a callback cleared it */
+        g = hixl_ep_flush_open(ep_flush, w, w);
+    } else if (idle && (ep_flush->out > 0)) {
+        /* nothing posted since the newest flush in flight was issued:
+         * it covers w, which joins its group, last, so that a group is
+         * called back in the order its waiters came */
+        hixl_ep_flush_group_t *newest = &ep_flush->groups[
+            (ep_flush->first + ep_flush->out - 1) % HIXL_EP_FLUSH_MAX_DEPTH];
 
-        while (tail->next != NULL) {
-            tail = tail->next;
-        }
-        tail->next = w;
-        issue      = 0;
+        newest->tail->next = w;
+        newest->tail       = w;
+    } else if ((ep_flush->out < ep_flush->depth) &&
+               (ep_flush->wait_head == NULL)) {
+        g = hixl_ep_flush_open(ep_flush, w, w);   /* a flush of its own */
     } else {
-        /* the flush in flight may predate w's operations: the next one */
+        /* the flushes in flight may predate w's operations: the next one */
         if (ep_flush->wait_tail != NULL) {
             ep_flush->wait_tail->next = w;
         } else {
             ep_flush->wait_head = w;
         }
         ep_flush->wait_tail = w;
-        /* the flush in flight completed and nobody issued the next yet */
-        issue = hixl_ep_flush_take_waiters(ep_flush);
+        /* one completed and nobody issued the waiters' flush yet */
+        g = hixl_ep_flush_take_waiters(ep_flush);
     }
     pthread_spin_unlock(&ep_flush->lock);
-    return issue ? hixl_ep_flush_issue(ep_flush, own) : 0;
+    return (g != NULL) ? hixl_ep_flush_issue(ep_flush, g, own) : 0;
 }
 
 int hixl_ep_flush_progress(hixl_ep_flush_t *ep_flush)
 {
-    int issue;
+    hixl_ep_flush_group_t *g;
 
     pthread_spin_lock(&ep_flush->lock);
-    issue = hixl_ep_flush_take_waiters(ep_flush);
+    g = hixl_ep_flush_take_waiters(ep_flush);
     pthread_spin_unlock(&ep_flush->lock);
-    if (issue) {
-        hixl_ep_flush_issue(ep_flush, NULL);
+    if (g != NULL) {
+        hixl_ep_flush_issue(ep_flush, g, NULL);
     }
-    return issue;
+    return g != NULL;
 }
 
-void hixl_ep_flush_completed(hixl_ep_flush_t *ep_flush, ucs_status_t status)
+void hixl_ep_flush_completed(hixl_ep_flush_group_t *group,
+                             ucs_status_t status)
 {
-    hixl_ep_flush_waiter_t *group;
-    unsigned calling;
-    int due;
+    hixl_ep_flush_t *ep_flush = group->ep_flush;
 
-    pthread_spin_lock(&ep_flush->lock);
-    group = hixl_ep_flush_claim(ep_flush, &due);
-    atomic_fetch_add(&ep_flush->calling, 1);   /* close waits for us */
-    pthread_spin_unlock(&ep_flush->lock);
-
-    hixl_ep_flush_call(group, status, NULL, NULL);
-    calling = atomic_fetch_sub(&ep_flush->calling, 1);
-    hixl_assert(calling >= 1);   /* never below zero */
-    (void)calling;
-    if (due) {
-        /* the engine lock may not be taken here: the next flush is issued
-         * by a caller that holds it (hixl_ep_flush_progress, hixl_ep_flush_add)
-         */
-        atomic_store(ep_flush->wanted, 1);
-    }
+    hixl_ep_flush_finish(ep_flush, group, status, NULL);
+    hixl_ep_flush_release(ep_flush);   /* the flush's reference */
 }
 
 void hixl_ep_flush_close(hixl_ep_flush_t *ep_flush, ucs_status_t status)
 {
-    hixl_ep_flush_waiter_t *list;
+    hixl_ep_flush_waiter_t *list = NULL, **tail = &list;
+    hixl_ep_flush_group_t *g;
+    unsigned i;
 
     if (ep_flush->ep == NULL) {
         return;
     }
     pthread_spin_lock(&ep_flush->lock);
-    list = ep_flush->group;
-    if (list != NULL) {
-        hixl_ep_flush_waiter_t *tail = list;
-
-        while (tail->next != NULL) {
-            tail = tail->next;
+    /* the groups in flight in order, then the waiters: all of them now */
+    for (i = 0; i < ep_flush->out; ++i) {
+        g = &ep_flush->groups[(ep_flush->first + i) %
+                              HIXL_EP_FLUSH_MAX_DEPTH];
+        if (g->head != NULL) {
+            *tail = g->head;
+            tail  = &g->tail->next;
         }
-        tail->next = ep_flush->wait_head;
-    } else {
-        list = ep_flush->wait_head;
+        g->head = g->tail = NULL;
     }
-    ep_flush->group     = NULL;
+    *tail               = ep_flush->wait_head;
+    ep_flush->out       = 0;
     ep_flush->wait_head = ep_flush->wait_tail = NULL;
-    ep_flush->due                             = 0;
-    ep_flush->ep                              = NULL;
+    ep_flush->due       = 0;
+    ep_flush->ep        = NULL;
     pthread_spin_unlock(&ep_flush->lock);
 
     hixl_ep_flush_call(list, status, NULL, NULL);
-    /* a completion that claimed its group before us is calling it back:
-     * its waiters must be done before anyone may free them */
+    /* a thread calling groups back that it took before us: its waiters
+     * must be done before anyone may free them */
     while (atomic_load(&ep_flush->calling) != 0) {
         sched_yield();
     }
@@ -272,11 +368,8 @@ void hixl_ep_flush_close(hixl_ep_flush_t *ep_flush, ucs_status_t status)
 static void hixl_ep_flush_ucp_cb(void *request, ucs_status_t status,
                                  void *user_data)
 {
-    hixl_ep_flush_t *ep_flush = user_data;
-
     ucp_request_free(request);
-    hixl_ep_flush_completed(ep_flush, status);
-    hixl_ep_flush_release(ep_flush);
+    hixl_ep_flush_completed(user_data, status);
 }
 
 ucs_status_ptr_t hixl_ep_flush_ucp_post(
@@ -293,7 +386,9 @@ ucs_status_ptr_t hixl_ep_flush_ucp_post(
     return ucp_ep_flush_nbx((ucp_ep_h)ep, &param);
 }
 
-ucs_status_ptr_t hixl_ep_flush_via_ucp(hixl_ep_flush_t *ep_flush, void *ep)
+ucs_status_ptr_t hixl_ep_flush_via_ucp(hixl_ep_flush_t *ep_flush, void *ep,
+                                       hixl_ep_flush_group_t *group)
 {
-    return hixl_ep_flush_ucp_post(ep, hixl_ep_flush_ucp_cb, ep_flush);
+    (void)ep_flush;
+    return hixl_ep_flush_ucp_post(ep, hixl_ep_flush_ucp_cb, group);
 }

@@ -12,22 +12,25 @@
  *
  * Flushes are shared, as a database shares a log write between commits
  * (group commit), because a flush costs a round trip where the transport
- * acknowledges puts (tcp):
- *  - a waiter added while no flush is in flight gets one of its own and is
- *    its group;
- *  - a waiter added while one is in flight waits: the flush in flight may
- *    have been posted before the waiter's operations, so it does not cover
- *    them; unless the idle test (below) says nothing was posted since that
- *    flush was issued, or that all of it is done: then the flush in flight
- *    covers them, and the waiter joins its group (a layer signal right
- *    after its layer's transfer does not wait for a flush of the layers
- *    posted after it);
- *  - when the flush in flight completes, its group is called back, and
- *    everyone who waited meanwhile becomes the next group under one new
- *    flush.
- * So each waiter is called back only after a flush posted after it was
- * added, and where a flush completes at once (shared memory, CMA), nothing
- * ever waits.
+ * acknowledges puts (tcp), and up to `depth` of them are in flight at once
+ * (hixl_ep_flush_set_depth; 1 unless the owner's flush function can tell
+ * its flushes apart), so that a layer signal does not wait for the
+ * layers posted after it:
+ *  - a waiter added while fewer than depth flushes are in flight gets a
+ *    flush of its own and is its group;
+ *  - a waiter added while depth are in flight waits: those flushes may
+ *    have been posted before the waiter's operations, so they do not cover
+ *    them; everyone who waited becomes the next group under one new flush
+ *    when one completes;
+ *  - unless the idle test (below) says nothing was posted since the newest
+ *    flush in flight was issued, or that all of it is done: then that
+ *    flush covers the waiter's operations, and the waiter joins its group.
+ * Groups are called back in the order their flushes were issued, each
+ * after its own flush and every earlier one completed (a later flush
+ * covers what the earlier ones did, and a failure of an earlier one is
+ * its failure too).  So each waiter is called back only after a flush
+ * posted after it was added, and where a flush completes at once (shared
+ * memory, CMA), nothing ever waits.
  *
  * Exactly once: every waiter added is called back once, with the flush's
  * status or with the status given to hixl_ep_flush_close(), which settles every
@@ -41,7 +44,8 @@
  * from any thread, maybe with that lock held elsewhere, so callbacks never take
  * it: a waiter's cb must not block on the engine lock.  The group lists are
  * guarded by a spinlock of their own, never held across a UCX call or a
- * callback.
+ * callback; one thread at a time makes the callbacks (the others leave
+ * their completed groups to it), so groups are called back in order.
  *
  * The flush itself is a function pointer, so the service is unit-tested
  * without UCX (test/unit/ep_flush.c).
@@ -55,6 +59,10 @@
 
 typedef struct hixl_ep_flush_waiter hixl_ep_flush_waiter_t;
 typedef struct hixl_ep_flush        hixl_ep_flush_t;
+typedef struct hixl_ep_flush_group  hixl_ep_flush_group_t;
+
+/* Flushes in flight at most (hixl_ep_flush_set_depth). */
+#define HIXL_EP_FLUSH_MAX_DEPTH 64
 
 struct hixl_ep_flush_waiter {
     hixl_ep_flush_waiter_t *next;
@@ -64,13 +72,14 @@ struct hixl_ep_flush_waiter {
 };
 
 /*
- * Post one flush of ep whose completion calls hixl_ep_flush_completed(ep_flush,
- * status) (then drops the reference the service took for it).  Returns NULL
- * when it completed at once, an error pointer when it could not be posted, or
- * anything else while it is in flight (UCS_PTR_* conventions).
+ * Post one flush of ep, for group, whose completion calls
+ * hixl_ep_flush_completed(group, status).  Returns NULL when it completed at
+ * once, an error pointer when it could not be posted, or anything else while
+ * it is in flight (UCS_PTR_* conventions).
  */
-typedef ucs_status_ptr_t (*hixl_ep_flush_fn_t)(hixl_ep_flush_t *ep_flush,
-                                               void            *ep);
+typedef ucs_status_ptr_t (*hixl_ep_flush_fn_t)(hixl_ep_flush_t       *ep_flush,
+                                               void                  *ep,
+                                               hixl_ep_flush_group_t *group);
 
 /*
  * Optional: whether everything posted on ep since the last flush was
@@ -84,6 +93,15 @@ typedef ucs_status_ptr_t (*hixl_ep_flush_fn_t)(hixl_ep_flush_t *ep_flush,
  */
 typedef int (*hixl_ep_flush_idle_fn_t)(hixl_ep_flush_t *ep_flush);
 
+/* The waiters one flush covers. */
+struct hixl_ep_flush_group {
+    hixl_ep_flush_t        *ep_flush;
+    hixl_ep_flush_waiter_t *head;      /* in the order they came */
+    hixl_ep_flush_waiter_t *tail;
+    int                     done;      /* its flush completed */
+    ucs_status_t            status;    /* with this */
+};
+
 struct hixl_ep_flush {
     pthread_spinlock_t   lock;
     void                *owner;        /* the flush function's context */
@@ -93,10 +111,17 @@ struct hixl_ep_flush {
     hixl_ep_flush_fn_t      flush;
     hixl_ep_flush_idle_fn_t idle;         /* NULL: always flush */
     atomic_int          *wanted;       /* set when a flush is due */
-    atomic_int           busy;         /* a flush is in flight or due */
+    atomic_int           busy;         /* flushes in flight, waiters, or
+                                          callbacks being made */
     int                  due;          /* the waiters' flush is to issue */
-    hixl_ep_flush_waiter_t *group;        /* what the flush in flight covers */
-    hixl_ep_flush_waiter_t *wait_head;    /* added since: the next group */
+    int                  delivering;   /* a thread is calling groups back */
+    unsigned             depth;        /* flushes in flight at most */
+    unsigned             first;        /* the oldest group in flight */
+    unsigned             out;          /* groups in flight */
+    ucs_status_t         failed;       /* of an earlier group in flight */
+    hixl_ep_flush_group_t groups[HIXL_EP_FLUSH_MAX_DEPTH];   /* a ring */
+    hixl_ep_flush_waiter_t *wait_head;    /* waiting for a flush: the next
+                                             group */
     hixl_ep_flush_waiter_t *wait_tail;
 };
 
@@ -106,8 +131,13 @@ struct hixl_ep_flush {
 hixl_ep_flush_t *hixl_ep_flush_create(void *ep, hixl_ep_flush_fn_t flush,
                                       atomic_int *wanted);
 
+/* How many flushes may be in flight at once (1 to HIXL_EP_FLUSH_MAX_DEPTH;
+ * 1 when created), set by the owner before the first waiter is added. */
+void hixl_ep_flush_set_depth(hixl_ep_flush_t *ep_flush, unsigned depth);
+
 /* The flush of the real thing: ucp_ep_flush_nbx on a ucp_ep_h. */
-ucs_status_ptr_t hixl_ep_flush_via_ucp(hixl_ep_flush_t *ep_flush, void *ep);
+ucs_status_ptr_t hixl_ep_flush_via_ucp(hixl_ep_flush_t *ep_flush, void *ep,
+                                       hixl_ep_flush_group_t *group);
 
 /*
  * UCX's flush of ep (a ucp_ep_h): the library's one call of
@@ -147,9 +177,10 @@ int hixl_ep_flush_add(hixl_ep_flush_t *ep_flush, hixl_ep_flush_waiter_t *w,
  * *wanted was set).  Returns 1 when it issued one. */
 int hixl_ep_flush_progress(hixl_ep_flush_t *ep_flush);
 
-/* A flush of ep_flush completed with status (from the flush function's
- * completion; any thread). */
-void hixl_ep_flush_completed(hixl_ep_flush_t *ep_flush, ucs_status_t status);
+/* The flush of group completed with status (from the flush function's
+ * completion; any thread); drops the reference the service took for it. */
+void hixl_ep_flush_completed(hixl_ep_flush_group_t *group,
+                             ucs_status_t status);
 
 /* The endpoint is closing: no flush is issued on it again, every waiter
  * still queued is called back with status before this returns, and
