@@ -15,6 +15,7 @@
  * library's cost per descriptor; over tcp it includes building and
  * posting the library's messages.  Run with UCX_TLS=sm or UCX_TLS=tcp.
  */
+#include "common/check.h"
 #include "common/stats.h"
 
 #include <hixl/hixl.h>
@@ -34,20 +35,7 @@ static double thread_cpu_ns(void)
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-static void die(const char *what, hixl_status_t st)
-{
-    fprintf(stderr, "blocks_submit: %s: %s: %s\n", what, hixl_strerror(st),
-            hixl_last_error());
-    exit(1);
-}
-
-#define OK(_call, _what) \
-    do { \
-        hixl_status_t _st = (_call); \
-        if (_st != HIXL_SUCCESS) { \
-            die((_what), _st); \
-        } \
-    } while (0)
+#define OK(_call, _what) BC_OK("blocks_submit", (_call), (_what))
 
 static void wait_done(hixl_engine_t *e, hixl_req_t req)
 {

@@ -21,6 +21,7 @@
  * alone (for a profile of it).  Run it pinned
  * (taskset) with UCX_TLS=tcp or UCX_TLS=sm.
  */
+#include "common/check.h"
 #include "common/clock.h"
 #include "common/stats.h"
 
@@ -37,20 +38,7 @@
 
 #define MAX_COUNTS 16
 
-static void die(const char *what, hixl_status_t st)
-{
-    fprintf(stderr, "reg_scale: %s: %s: %s\n", what, hixl_strerror(st),
-            hixl_last_error());
-    exit(1);
-}
-
-#define OK(_call, _what)                                                       \
-    do {                                                                       \
-        hixl_status_t _st = (_call);                                           \
-        if (_st != HIXL_SUCCESS) {                                             \
-            die((_what), _st);                                                 \
-        }                                                                      \
-    } while (0)
+#define OK(_call, _what) BC_OK("reg_scale", (_call), (_what))
 
 static uint8_t *reserve(size_t len)
 {

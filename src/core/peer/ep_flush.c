@@ -34,8 +34,11 @@ hixl_ep_flush_t *hixl_ep_flush_create(void *ep, hixl_ep_flush_fn_t flush,
 void hixl_ep_flush_set_depth(hixl_ep_flush_t *ep_flush, unsigned depth)
 {
     hixl_assert((depth >= 1) && (depth <= HIXL_EP_FLUSH_MAX_DEPTH));
-    hixl_assert(atomic_load(&ep_flush->busy) == 0);   /* before any use */
+    pthread_spin_lock(&ep_flush->lock);
+    /* raised while a flush of the endpoint's wire-up may be out */
+    hixl_assert(depth >= ep_flush->out);
     ep_flush->depth = depth;
+    pthread_spin_unlock(&ep_flush->lock);
 }
 
 void hixl_ep_flush_retain(hixl_ep_flush_t *ep_flush)

@@ -132,7 +132,8 @@ hixl_ep_flush_t *hixl_ep_flush_create(void *ep, hixl_ep_flush_fn_t flush,
                                       atomic_int *wanted);
 
 /* How many flushes may be in flight at once (1 to HIXL_EP_FLUSH_MAX_DEPTH;
- * 1 when created), set by the owner before the first waiter is added. */
+ * 1 when created), set by the owner when it installs a flush function that
+ * tells its flushes apart (engine lock, as for add). */
 void hixl_ep_flush_set_depth(hixl_ep_flush_t *ep_flush, unsigned depth);
 
 /* The flush of the real thing: ucp_ep_flush_nbx on a ucp_ep_h. */
