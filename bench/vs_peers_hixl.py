@@ -10,7 +10,9 @@ shape with prepare_blocks, untimed, as NIXL's lists are with
 prep_xfer_dlist; a request is transfer_blocks_async with two numpy id
 arrays), the engine's progress thread (the default) and its copier thread
 for same-host copies (hixl.AsyncCopy=thread: the submit returns at once),
-layer-granular flush (flush_layer / wait_layer) for the layer pipeline, a
+layer-granular flush (flush_layer / wait_layer) for the layer pipeline,
+mem_warm_wait after connecting (untimed: page tables of the decode's
+memory mapped here, filled in the background), a
 transfer's own notify for "all of my bytes are there", and the blocking
 waits (wait_transfers, wait_notifies), which sleep in the library.  Over
 tcp the orchestrator sets UCX_TCP_TX_SEG_SIZE=64k UCX_TCP_RX_SEG_SIZE=64k
@@ -52,9 +54,13 @@ class Engine:
     def connect(self, info):
         self.remote = info["name"]
         self.h.connect(self.remote, timeout_in_millis=OP_MS)
+        # the decode's memory mapped here (sm) gets its page tables in the
+        # background after the connect; before timing, as the README says
+        # an engine that wants its first request at full speed does
+        self.h.mem_warm_wait(OP_MS)
 
     def learn_peers(self, infos):
-        pass
+        self.h.mem_warm_wait(OP_MS)   # alloc_mem's pages written once
 
     # ---- initiator --------------------------------------------------------
 

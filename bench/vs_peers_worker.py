@@ -260,10 +260,17 @@ class Worker:
         per_layer = 2 * job.per_half
         posts = []
         handles = []
+        gap = job.spec.get("gap_ms", 0) / 1e3
         t0 = now()
         for layer in range(job.layers):
             sel = np.arange(layer * per_layer, (layer + 1) * per_layer,
                             dtype=np.int64)
+            # paced: layer k's post starts at t0 + k * gap (the prefill
+            # computed it meanwhile), or at once when the posts before it
+            # took longer than that
+            wait = t0 + layer * gap - now()
+            if wait > 0:
+                time.sleep(wait)
             posts.append(now())
             handles.append(self.eng.post_layer(plan, sel, ridx[sel], layer,
                                                self.gen))

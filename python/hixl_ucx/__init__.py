@@ -37,6 +37,7 @@ an :class:`Allocation`: an int address with memoryview / numpy / torch
 views), ``export_mem`` / ``import_mem`` (memory descriptions addressed by
 (region, offset, length), :class:`RemoteMemory`; these raise on errors),
 ``flush_layer`` / ``wait_layer`` / ``test_layer`` (layer-granular flush),
+``mem_warm_wait`` (until the memory first transfers touch is warm),
 ``engine_name``, ``last_error``.  Statuses are hixl's numbers (SUCCESS 0,
 PARAM_INVALID 103900, ... FAILED 503900); ``last_error()`` says what failed.
 ``Hixl(raise_on_error=True)`` raises :class:`HixlError` (status and

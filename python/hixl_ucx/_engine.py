@@ -540,6 +540,23 @@ class Hixl(WaitMixin, AioMixin, MetricsMixin):
         self._allocs[handle.value] = alloc
         return status, alloc, handle.value
 
+    def mem_warm_wait(self, timeout_in_millis: int = -1) -> int:
+        """Wait until the memory is warm that the first transfers touch.
+
+        The engine writes every page of alloc_mem's memory once in the
+        background, and fills the page tables of the peers' memory mapped
+        into this process (shared memory on one host) as they announce it:
+        until then a first transfer pays a page fault per page (a 512 MiB
+        request right after connect ran several times slower than the
+        next).  Call it after connect where the first request should run
+        at full speed.  SUCCESS when nothing is being warmed, TIMEOUT when
+        something still is after timeout_in_millis (-1: no limit).
+        """
+        return self._call("mem_warm_wait", _lib.lib().hixl_mem_warm_wait,
+                          _args.integer(timeout_in_millis,
+                                        "timeout_in_millis", -1,
+                                        _args.INT32_MAX))
+
     def flush_layer(self, remote_engine: str, stream: int, generation: int,
                     layer: int) -> int:
         """Declare layer `layer` of (stream, generation) posted to remote."""

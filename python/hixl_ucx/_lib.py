@@ -83,6 +83,7 @@ PROTOTYPES = {
     "hixl_get_stats": (_ST, [_VP, _VP]),
     "hixl_metrics_text": (_SZ, [_VP, _STR, _SZ]),
     "hixl_metrics_address": (_STR, [_VP]),
+    "hixl_mem_warm_wait": (_ST, [_VP, _I32]),
     "hixl_flush_layer": (_ST, [_VP, _STR, _U32, _U64, _U32]),
     "hixl_wait_layer": (_ST, [_VP, _STR, _U32, _U64, _U32, _I32]),
     "hixl_test_layer": (_ST, [_VP, _STR, _U32, _U64, _U32, _P(ctypes.c_int)]),

@@ -29,6 +29,7 @@
 #include "util/log.h"
 
 #include <inttypes.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -634,6 +635,17 @@ void hixl_release_transfer_results(hixl_transfer_result_t *results,
     free(results);
 }
 
+/*
+ * How long hixl_transfer_sync watches its request before it sleeps on it.
+ * A short transfer over tcp completes tens of microseconds after its post,
+ * when the progress thread reads the target's answer; a caller already
+ * asleep then waits for a wake-up and a reschedule on top (about as long
+ * again on a busy host).  The watch yields the core at every look, so a
+ * progress thread that shares it runs; a longer transfer costs the caller
+ * this much CPU once.
+ */
+#define HIXL_SYNC_SPIN_NS 50000ull   /* 50 us */
+
 hixl_status_t hixl_transfer_sync(hixl_engine_t *engine, const char *remote,
                                  hixl_transfer_op_t op,
                                  const hixl_transfer_op_desc_t *descs,
@@ -643,6 +655,7 @@ hixl_status_t hixl_transfer_sync(hixl_engine_t *engine, const char *remote,
     hixl_transfer_status_t xstatus;
     hixl_request_t *req;
     hixl_status_t status;
+    uint64_t spin_end;
 
     status = hixl_xfer_check_args(engine, remote, op, descs, num_descs);
     if (status != HIXL_SUCCESS) {
@@ -665,6 +678,7 @@ hixl_status_t hixl_transfer_sync(hixl_engine_t *engine, const char *remote,
         return status;
     }
 
+    spin_end = hixl_now_ns() + HIXL_SYNC_SPIN_NS;
     for (;;) {
         if (atomic_load(&req->state) == HIXL_REQ_DONE) {
             hixl_xfer_check_alive(req, req->peer);
@@ -675,6 +689,10 @@ hixl_status_t hixl_transfer_sync(hixl_engine_t *engine, const char *remote,
         }
         if (!engine->progress.running) {
             hixl_progress_pass(engine, HIXL_PROGRESS_WAIT_DATA);
+            continue;
+        }
+        if (hixl_now_ns() < spin_end) {
+            sched_yield();
             continue;
         }
         hixl_req_sleep(&engine->reqs, req, req->deadline_ns);

@@ -7,6 +7,9 @@ descriptions in Python, with two engines in one process.
   gives memoryview / numpy / torch views; deregistration is refused while
   a view is alive and every later use raises instead of reaching freed
   memory; finalize likewise;
+* mem_warm_wait: after it, a first transfer into the decode's memory
+  (mapped into this process by shared memory) faults no page per page;
+  bad timeouts raise;
 * decode exports its regions, prefill imports them and writes by (region,
   offset); out-of-bounds and malformed descriptions raise HixlError naming
   what was wrong; the written bytes are checked where they landed.
@@ -14,6 +17,7 @@ numpy and torch parts run where those are installed.
 """
 import ctypes
 import json
+import resource
 import sys
 
 import hixl_ucx as hx
@@ -124,6 +128,37 @@ def descriptions(dec, pre):
     pre.disconnect(dec.engine_name())
 
 
+def warm_wait(dec, pre):
+    """The wait covers the peer's memory mapped here: without it, a first
+    transfer right after connecting faults each of the decode's pages in
+    this process; after it, none."""
+    n = 64 << 20
+    st, dst, dhd = dec.alloc_mem(n)
+    ctypes.memset(dst, 1, n)
+    st, src, shd = pre.alloc_mem(n)
+    ctypes.memset(src, 2, n)
+    check(pre.connect(dec.engine_name()) == hx.SUCCESS, "connect")
+    check(pre.mem_warm_wait() == hx.SUCCESS, "mem_warm_wait")
+    check(pre.mem_warm_wait(0) == hx.SUCCESS, "mem_warm_wait(0) when warm")
+    raises(ValueError, lambda: pre.mem_warm_wait(-2), "timeout -2",
+           "timeout_in_millis")
+    raises(TypeError, lambda: pre.mem_warm_wait("1"), "timeout str",
+           "timeout_in_millis")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    check(pre.transfer_sync(dec.engine_name(), hx.WRITE,
+                            [(int(src), int(dst), n)]) == hx.SUCCESS,
+          "first transfer after the wait")
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+    # 16,384 pages; a few faults of the process's own are allowed
+    check(faults < 512, "first transfer after mem_warm_wait faulted %d "
+          "pages" % faults)
+    check(ctypes.string_at(dst + n - 4096, 4096) == b"\2" * 4096,
+          "first transfer's bytes")
+    pre.disconnect(dec.engine_name())
+    check(pre.deregister_mem(shd) == hx.SUCCESS, "free source")
+    check(dec.deregister_mem(dhd) == hx.SUCCESS, "free target")
+
+
 def main():
     dec, pre = hx.Hixl(), hx.Hixl()
     check(dec.initialize("127.0.0.1:0", EPHEMERAL) == hx.SUCCESS, "decode")
@@ -131,6 +166,7 @@ def main():
     allocation(dec)
     finalize_refused()
     descriptions(dec, pre)
+    warm_wait(dec, pre)
     pre.finalize()
     dec.finalize()
     if failures:
