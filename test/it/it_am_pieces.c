@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #define REGION     ((size_t)8 << 20)
 #define TGT_SEED   0x7a17u
@@ -207,6 +208,44 @@ static void it_send_raw(it_pair_t *p, const hixl_am_piece_t *pieces,
     pthread_mutex_unlock(&e->lock);
 }
 
+/* Post a READ of this table as a rendezvous, which the library never
+ * sends: UCX hands a rendezvous's handler its own descriptor instead of
+ * the payload, so the target must refuse it unread (no READ_DATA comes
+ * back, and no slot is counted for one).  Waits until the send ended. */
+static void it_done(void *arg, const hixl_am_hdr_t *hdr)
+{
+    (void)hdr;
+    __atomic_store_n((int*)arg, 1, __ATOMIC_RELEASE);
+}
+
+static void it_send_rndv_read(it_pair_t *p, const hixl_am_piece_t *pieces,
+                              uint32_t count, uint64_t len)
+{
+    hixl_am_payload_t pl = {pieces, count * sizeof(*pieces), NULL, 0, 0};
+    hixl_engine_t *e = p->e;
+    hixl_peer_t *peer;
+    hixl_am_hdr_t h;
+    int done = 0, i;
+
+    pthread_mutex_lock(&e->lock);
+    hx_ok(hixl_peer_lookup(e, p->t.name, 1, &peer));
+    hixl_am_hdr_init(&h);
+    h.conn  = peer->chan->conn;
+    h.chan  = peer->chan->id;
+    h.count = count;
+    h.len   = len;
+    h.addr  = pieces[0].remote;
+    (void)hixl_am_sendv(e, peer->chan->ep, HIXL_AM_READ, &h, &pl,
+                        UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_RNDV, NULL,
+                        it_done, &done);
+    pthread_mutex_unlock(&e->lock);
+    for (i = 0; (i < 10000) && !__atomic_load_n(&done, __ATOMIC_ACQUIRE);
+         ++i) {
+        usleep(1000);   /* the progress thread ends the send */
+    }
+    ck_assert_msg(done, "the rendezvous READ's send never ended");
+}
+
 START_TEST(test_bad_tables)
 {
     static uint8_t data[8192];
@@ -241,6 +280,23 @@ START_TEST(test_bad_tables)
     it_send_raw(&p, pc, 2, 2, 100, data, 100);
     /* no pieces at all */
     it_send_raw(&p, pc, 0, 0, 100, data, 100);
+    /* a READ as a rendezvous: 256 pieces of the target's region into
+     * this side's buffer, refused unread (the buffer stays as it was) */
+    {
+        static hixl_am_piece_t rp[HIXL_AM_MAX_PIECES];
+        uint32_t k;
+
+        memset(p.local, 0xee, 65536);
+        for (k = 0; k < HIXL_AM_MAX_PIECES; ++k) {
+            rp[k] = (hixl_am_piece_t){base + 256 * k, (uintptr_t)p.local +
+                                      256 * k, 200};
+        }
+        it_send_rndv_read(&p, rp, HIXL_AM_MAX_PIECES,
+                          200 * HIXL_AM_MAX_PIECES);
+        for (k = 0; k < 65536; ++k) {
+            ck_assert_uint_eq(((uint8_t*)p.local)[k], 0xee);
+        }
+    }
 
     /* a transfer after them: its flush waits for their answers, and the
      * target still serves */

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAXP 8
+#define MAXP HIXL_AM_MAX_PIECES
 
 /* A payload of pieces (and their data) at offset `misalign` of buf. */
 typedef struct payload {
@@ -132,6 +132,49 @@ START_TEST(test_refused)
 }
 END_TEST
 
+/* No message names more bytes than the library's own carry: a READ's
+ * answer goes out as one message, so a READ of more is refused however
+ * its pieces add up. */
+START_TEST(test_bounded)
+{
+    hixl_am_piece_t pieces[MAXP];
+    hixl_am_table_t t;
+    payload_t pl;
+    uint32_t k;
+
+    /* a READ of exactly a message's data, then of a byte more */
+    pieces[0] = (hixl_am_piece_t){0x1000, 0x9000, HIXL_AM_CHUNK - 100};
+    pieces[1] = (hixl_am_piece_t){0x100000, 0xa0000, 100};
+    payload_make(&pl, pieces, 2, 0, 0);
+    ck_assert_int_eq(payload_read(&pl, 0, &t), 0);
+    pieces[1].len = 101;
+    payload_make(&pl, pieces, 2, 0, 0);
+    ck_assert_int_eq(payload_read(&pl, 0, &t), -1);
+    /* a READ of a whole region 256 times over (each piece alone fits) */
+    for (k = 0; k < MAXP; ++k) {
+        pieces[k] = (hixl_am_piece_t){0x1000, 0x9000 + k, 4096};
+    }
+    payload_make(&pl, pieces, MAXP, 0, 0);
+    ck_assert_int_eq(payload_read(&pl, 0, &t), -1);
+    /* lengths that wrap to a header's length of 2^64 - 1 */
+    pieces[0].len = UINT64_MAX;
+    pieces[1].len = UINT64_MAX;
+    pieces[2].len = 1;
+    payload_make(&pl, pieces, 3, 0, 0);
+    pl.h.len = UINT64_MAX;
+    ck_assert_int_eq(payload_read(&pl, 0, &t), -1);
+    /* a full table and a full message's data: more than one message */
+    for (k = 0; k < MAXP; ++k) {
+        pieces[k] = (hixl_am_piece_t){0x1000 * k, 0x9000, 240};
+    }
+    payload_make(&pl, pieces, MAXP, 1, 0);
+    ck_assert_uint_gt(pl.len, HIXL_AM_PAYLOAD_MAX);
+    ck_assert_int_eq(payload_read(&pl, 1, &t), -1);
+    payload_make(&pl, pieces, MAXP, 0, 0);
+    ck_assert_int_eq(payload_read(&pl, 0, &t), -1);
+}
+END_TEST
+
 /* Pieces land at their own side's address, back to back from the data,
  * and nothing beside them changes: in a small message (ordinary copies)
  * and in one of a bulk transfer (copies past the caches), at odd sizes
@@ -195,6 +238,7 @@ static Suite *unit_am_table_suite(void)
 
     tcase_add_test(tc, test_holds_together);
     tcase_add_test(tc, test_refused);
+    tcase_add_test(tc, test_bounded);
     tcase_add_test(tc, test_scatter);
     suite_add_tcase(s, tc);
     return s;

@@ -96,6 +96,35 @@ START_TEST(test_only_control_answers_count)
 }
 END_TEST
 
+/* An answer nothing awaits (a peer's duplicate, or one for a message it
+ * was never sent) is not counted: the slot's next message still waits for
+ * its own answer. */
+START_TEST(test_duplicate_answer_ignored)
+{
+    hixl_engine_t *engine = engine_new();
+    hixl_peer_t *peer     = ut_peer_new(engine, 1, "10.0.0.2:1");
+    hixl_chan_t *chan     = chan_new(engine, peer);
+    unsigned r;
+
+    r = hixl_chan_post(chan, HIXL_ANSWER_ELSEWHERE);
+    hixl_chan_answered(chan, r, HIXL_ANSWER_ELSEWHERE);
+    hixl_chan_answered(chan, r, HIXL_ANSWER_ELSEWHERE);   /* twice */
+    hixl_chan_answered(chan, (r + 5) % HIXL_CHAN_EPOCHS,
+                       HIXL_ANSWER_ELSEWHERE);            /* for nothing */
+    ck_assert_int_eq(atomic_load(&chan->epochs[r].outstanding), 0);
+    ck_assert_int_eq(
+        atomic_load(&chan->epochs[(r + 5) % HIXL_CHAN_EPOCHS].outstanding),
+        0);
+    r = hixl_chan_post(chan, HIXL_ANSWER_ELSEWHERE);
+    ck_assert_int_eq(atomic_load(&chan->epochs[r].outstanding), 1);
+    hixl_chan_answered(chan, r, HIXL_ANSWER_ELSEWHERE);
+
+    chan_end(engine, peer);
+    hixl_peer_close(engine, peer, HIXL_NOT_CONNECTED, "test over");
+    engine_free(engine);
+}
+END_TEST
+
 /* A channel that stops with answers due: the engine stops waiting for
  * them at once, and answers that come after (a late DATA_ACK) neither
  * count twice nor take another channel's due answers off. */
@@ -194,6 +223,7 @@ static Suite *unit_channel_suite(void)
     TCase *tc = hx_tcase("channel");
 
     tcase_add_test(tc, test_only_control_answers_count);
+    tcase_add_test(tc, test_duplicate_answer_ignored);
     tcase_add_test(tc, test_stop_takes_the_due_answers_off);
     tcase_add_test(tc, test_flush_without_puts_leaves_ucx_out);
     suite_add_tcase(s, tc);

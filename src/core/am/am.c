@@ -467,14 +467,14 @@ static ucs_status_t hixl_am_dispatch(void *arg, const void *header,
     if (h == NULL) {
         return UCS_OK;   /* not ours: dropped */
     }
+    if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+        /* the library sends every message eagerly: not one of ours, and
+         * its sender's call ends with this status.  (data is UCX's
+         * descriptor of the rendezvous here, not the payload.) */
+        return UCS_ERR_UNSUPPORTED;
+    }
     if ((hd->flags & HIXL_AM_RECV_REPLY_EP) && !has_reply) {
         return UCS_OK;   /* it cannot be answered or placed: dropped */
-    }
-    if ((hd->flags & HIXL_AM_RECV_EAGER) &&
-        (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
-        /* the library sends eagerly (core/xfer/am_data.c, hixl_am_chunks): not
-         * one of ours, and its sender's call ends with this status */
-        return UCS_ERR_UNSUPPORTED;
     }
     if ((hd->flags & HIXL_AM_RECV_SEALED) && !hixl_am_unseal(data, &length)) {
         data   = NULL;   /* its sender let its data go part-way */

@@ -11,11 +11,13 @@
  *  - the header is one of the library's (length, magic, version; copied
  *    out, as UCX passes it at whatever alignment it lands), else the
  *    message is dropped;
+ *  - it is not a rendezvous: the library sends every message eagerly, so
+ *    one that is not is not ours, and the sender's call ends with
+ *    UCS_ERR_UNSUPPORTED (for a rendezvous UCX hands the handler its own
+ *    descriptor, not the payload, which a handler must never read as
+ *    data);
  *  - HIXL_AM_RECV_REPLY_EP: it came with UCX's reply endpoint (the sender
  *    used the REPLY flag), else it is dropped;
- *  - HIXL_AM_RECV_EAGER: it is not a rendezvous; the library sends those
- *    messages eagerly, so one that is not is not ours, and the sender's
- *    call ends with UCS_ERR_UNSUPPORTED;
  *  - HIXL_AM_RECV_SEALED: its payload ends with the seal of a guarded send
  *    (hixl_am_guard_t), which is taken off; a message whose seal is
  *    broken, or missing, reaches its handler with no data (NULL, 0).
@@ -52,7 +54,6 @@ typedef ucs_status_t (*hixl_am_recv_fn_t)(hixl_engine_t *engine,
 
 /* hixl_am_set_handler flags: what the dispatcher requires */
 #define HIXL_AM_RECV_REPLY_EP 1u   /* with a reply endpoint */
-#define HIXL_AM_RECV_EAGER    2u   /* not a rendezvous */
 #define HIXL_AM_RECV_SEALED   4u   /* sent guarded: seal checked, taken off */
 
 /*

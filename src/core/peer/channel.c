@@ -202,7 +202,16 @@ void hixl_chan_answered(hixl_chan_t *chan, unsigned slot,
         atomic_fetch_sub(chan->ctrl_due, 1);
     }
     slot  %= HIXL_CHAN_EPOCHS;
-    before = atomic_fetch_sub(&chan->epochs[slot].outstanding, 1);
+    before = atomic_load(&chan->epochs[slot].outstanding);
+    do {
+        if (before <= 0) {
+            /* nothing of this slot awaits an answer: one its peer sent
+             * twice, or for nothing it was sent.  Counted, it would let
+             * the slot's next flush end before that message's answer. */
+            return;
+        }
+    } while (!atomic_compare_exchange_weak(&chan->epochs[slot].outstanding,
+                                           &before, before - 1));
     if (before == 1) {
         hixl_chan_slot_drained(&chan->epochs[slot]);
     }

@@ -88,6 +88,11 @@ struct hixl_chan {
     hixl_am_msg_t  *am_wait_head, *am_wait_tail;
     int             am_draining;  /* taken off the queue, being sent */
     hixl_chan_t    *am_next;      /* in the pool's list of waiting ones */
+    /* library READs whose data has not come (core/xfer/am_reads.h), under
+     * the same lock */
+    struct hixl_am_read_wait *am_reads_head, *am_reads_tail;
+    size_t          am_reads_n;
+    size_t          am_reads_prune;   /* stale ones looked for at this many */
     /* chunks of same-host copies (ops/copier.c) and packs of WRITEs
      * (core/xfer/am_data.c) reading callers' buffers now: the stop waits for
      * them before transfers are reported ended and the peer's mappings
@@ -151,7 +156,8 @@ typedef enum {
 unsigned hixl_chan_post(hixl_chan_t *chan, hixl_answer_via_t via);
 
 /* Its answer came (or it can never come: it was not sent): uncounted.
- * `via` is the one it was posted with. */
+ * `via` is the one it was posted with.  An answer for a slot with nothing
+ * outstanding (a peer's duplicate) is ignored. */
 void hixl_chan_answered(hixl_chan_t *chan, unsigned slot,
                         hixl_answer_via_t via);
 

@@ -357,12 +357,13 @@ void hixl_ep_flush_close(hixl_ep_flush_t *ep_flush, ucs_status_t status)
     ep_flush->ep        = NULL;
     pthread_spin_unlock(&ep_flush->lock);
 
-    hixl_ep_flush_call(list, status, NULL, NULL);
-    /* a thread calling groups back that it took before us: its waiters
-     * must be done before anyone may free them */
+    /* a thread calling back groups it took before us goes first: its
+     * groups are older than ours (callbacks in order, one thread at a
+     * time), and its waiters must be done before anyone may free them */
     while (atomic_load(&ep_flush->calling) != 0) {
         sched_yield();
     }
+    hixl_ep_flush_call(list, status, NULL, NULL);
     hixl_ep_flush_release(ep_flush);
 }
 

@@ -14,6 +14,7 @@
  */
 #include "config.h"
 #include "core/xfer/am_data.h"
+#include "core/xfer/am_reads.h"
 #include "core/xfer/am_table.h"
 #include "core/xfer/am_target.h"
 #include "core/engine.h"
@@ -239,6 +240,7 @@ static ucs_status_t hixl_am_send_write(hixl_engine_t *engine,
 static void hixl_am_chan_closed(hixl_engine_t *engine, hixl_chan_t *chan)
 {
     hixl_am_data_t *pool = engine->am_data;
+    hixl_am_read_wait_t *reads;
     hixl_am_msg_t *m, *next;
     hixl_chan_t **pp;
 
@@ -255,11 +257,13 @@ static void hixl_am_chan_closed(hixl_engine_t *engine, hixl_chan_t *chan)
     chan->am_wait_head = chan->am_wait_tail = NULL;
     chan->am_draining  = 0;
     atomic_store(&chan->am_window, 0);
+    reads = hixl_am_reads_take_all(chan);   /* their data will not come */
     pthread_spin_unlock(&pool->lock);
     for (; m != NULL; m = next) {   /* their transfers ended with it */
         next = m->next;
         free(m);
     }
+    hixl_am_read_waits_free(reads);
 }
 
 /* The WRITEs of waiting channels whose windows have room now, taken off
@@ -346,6 +350,52 @@ static unsigned hixl_am_progress(hixl_engine_t *engine)
     return (unsigned)n;
 }
 
+/* ---- READs ------------------------------------------------------------------ */
+
+/* Whether the request with this handle still waits for its data
+ * (am_reads.h). */
+static int hixl_am_read_live(void *arg, uint64_t cookie)
+{
+    hixl_engine_t *engine = arg;
+    hixl_request_t *req   = hixl_req_lookup(&engine->reqs, cookie);
+
+    return (req != NULL) && (atomic_load(&req->state) == HIXL_REQ_ACTIVE);
+}
+
+/* Send a READ, its table kept on its channel until its data comes
+ * (am_reads.h).  UCX's status; m is freed in every case. */
+static ucs_status_t hixl_am_send_read(hixl_engine_t *engine,
+                                      hixl_am_msg_t *m, unsigned slot)
+{
+    hixl_am_data_t *pool = engine->am_data;
+    hixl_chan_t *chan    = m->chan;
+    hixl_am_read_wait_t *w, *stale;
+    hixl_am_payload_t pl;
+    ucs_status_t ustatus;
+
+    w = hixl_am_read_wait_new(&m->hdr, m->pieces, slot);
+    if (w == NULL) {
+        free(m);
+        return UCS_ERR_NO_MEMORY;
+    }
+    pthread_spin_lock(&pool->lock);
+    stale = hixl_am_reads_add(chan, w, hixl_am_read_live, engine);
+    pthread_spin_unlock(&pool->lock);
+    hixl_am_read_waits_free(stale);
+    hixl_am_msg_payload(m, &pl);
+    ustatus = hixl_am_sendv(engine, chan->ep, HIXL_AM_READ, &m->hdr, &pl,
+                            HIXL_AM_DATA_FLAGS, NULL, hixl_am_msg_free, m);
+    if (ustatus != UCS_OK) {
+        /* never sent, so never answered: w is still on the list (the
+         * channel cannot close meanwhile: engine->lock is held here) */
+        pthread_spin_lock(&pool->lock);
+        hixl_am_reads_remove(chan, w);
+        pthread_spin_unlock(&pool->lock);
+        free(w);
+    }
+    return ustatus;
+}
+
 /* ---- gathering descriptors into messages ---------------------------------- */
 
 /* Send the message batch gathered (more: HIXL_AM_FLAG_MORE, or 0 for the
@@ -360,7 +410,6 @@ static ucs_status_t hixl_am_batch_send(hixl_engine_t *engine,
     hixl_answer_via_t via = (m->id == HIXL_AM_WRITE) ?
                             HIXL_ANSWER_ON_CONTROL :
                             HIXL_ANSWER_ELSEWHERE;   /* READ_DATA: UCX */
-    hixl_am_payload_t pl;
     ucs_status_t ustatus;
     unsigned slot;
     int now;
@@ -378,10 +427,7 @@ static ucs_status_t hixl_am_batch_send(hixl_engine_t *engine,
         batch->posted += m->hdr.len;
         ustatus        = hixl_am_send_write(engine, m, now);
     } else {
-        hixl_am_msg_payload(m, &pl);
-        ustatus = hixl_am_sendv(engine, chan->ep, HIXL_AM_READ, &m->hdr, &pl,
-                                HIXL_AM_DATA_FLAGS, NULL, hixl_am_msg_free,
-                                m);
+        ustatus = hixl_am_send_read(engine, m, slot);
     }
     if (ustatus != UCS_OK) {
         hixl_chan_answered(chan, slot, via);   /* no answer will come */
@@ -500,50 +546,85 @@ void hixl_am_acked(hixl_engine_t *engine, const hixl_am_hdr_t *h)
 
 /* READ_DATA into the pieces' local ranges (serve_lock held), if they are
  * still registered regions of ours and the request still waits for it;
- * a request that waits fails when its data cannot be placed. */
+ * a request that waits fails when its data cannot be placed.  t: the
+ * answer's table, checked and matched to its READ. */
 static void hixl_am_read_into(hixl_engine_t *engine, const hixl_am_hdr_t *h,
-                              const void *data, size_t length)
+                              const hixl_am_table_t *t)
 {
     hixl_request_t *req = hixl_req_lookup(&engine->reqs, h->cookie);
     hixl_am_piece_t bad;
-    hixl_am_table_t t;
 
     if (req == NULL) {
         return;   /* it ended (failed, or its connection closed) */
     }
-    if (hixl_am_table_read(h, data, length, 1, &t) != 0) {
-        hixl_req_fail(req, HIXL_FAILED, "a READ's answer from %s does not "
-                      "hold together (%u pieces, %" PRIu64 " bytes, %zu "
-                      "received)", req->peer->name, h->count, h->len,
-                      length);
-    } else if (!hixl_am_table_placed(engine, &t, HIXL_AM_SIDE_LOCAL, NULL,
-                                     &bad)) {
+    if (!hixl_am_table_placed(engine, t, HIXL_AM_SIDE_LOCAL, NULL, &bad)) {
         hixl_req_fail(req, HIXL_FAILED, "a READ's data for [0x%" PRIx64
                       ", +%" PRIu64 ") has no registered region here "
                       "(deregistered while the read was in flight?)",
                       bad.local, bad.len);
     } else {
-        hixl_am_table_scatter(&t, HIXL_AM_SIDE_LOCAL);
+        hixl_am_table_scatter(t, HIXL_AM_SIDE_LOCAL);
     }
 }
 
-/* READ_DATA (checked by the dispatcher: ours, eager) */
+/* A READ_DATA that does not hold together fails the request it names. */
+static void hixl_am_read_broken(hixl_engine_t *engine, const hixl_am_hdr_t *h,
+                                size_t length)
+{
+    hixl_request_t *req = hixl_req_lookup(&engine->reqs, h->cookie);
+
+    if (req != NULL) {
+        hixl_req_fail(req, HIXL_FAILED, "a READ's answer from %s does not "
+                      "hold together (%u pieces, %" PRIu64 " bytes, %zu "
+                      "received)", req->peer->name, h->count, h->len,
+                      length);
+    }
+}
+
+/* READ_DATA (checked by the dispatcher: ours, eager), from the listener
+ * of the channel it names, answering a READ of it (am_reads.h): anything
+ * else is dropped unanswered and unplaced. */
 static ucs_status_t hixl_am_on_read_data(hixl_engine_t *engine,
                                          const hixl_am_hdr_t *h, void *data,
                                          size_t length, ucp_ep_h reply_ep)
 {
+    hixl_am_data_t *pool = engine->am_data;
+    hixl_am_read_wait_t *w = NULL;
+    hixl_am_table_t t;
     hixl_chan_t *chan;
+    int whole;
 
     pthread_rwlock_rdlock(&engine->serve_lock);
     chan = hixl_chan_lookup(engine, h->chan);
+    if ((chan != NULL) && (h->conn != chan->conn)) {
+        /* the channel's listener echoes its own id of the connection,
+         * which no other engine knows: a stranger naming the channel */
+        hixl_log_debug("dropping a READ_DATA for channel %" PRIx64 " "
+                       "with the id of another connection", h->chan);
+        chan = NULL;
+    }
     if (chan != NULL) {
+        whole = (h->status == HIXL_SUCCESS) &&
+                (hixl_am_table_read(h, data, length, 1, &t) == 0);
+        pthread_spin_lock(&pool->lock);
+        w = hixl_am_reads_take(chan, h, whole ? &t : NULL);
+        pthread_spin_unlock(&pool->lock);
+    }
+    if (w == NULL) {
+        if (chan != NULL) {
+            hixl_log_debug("dropping a READ_DATA for channel %" PRIx64
+                           " that answers none of its READs", h->chan);
+        }
+    } else {
         if (h->status != HIXL_SUCCESS) {
             hixl_am_refused(engine, h, "READ");
+        } else if (!whole) {
+            hixl_am_read_broken(engine, h, length);
         } else {
-            hixl_am_read_into(engine, h, data, length);
+            hixl_am_read_into(engine, h, &t);
         }
-        hixl_chan_answered(chan, h->flags & HIXL_AM_FLAG_SLOT,
-                           HIXL_ANSWER_ELSEWHERE);
+        hixl_chan_answered(chan, w->slot, HIXL_ANSWER_ELSEWHERE);
+        free(w);
     }
     pthread_rwlock_unlock(&engine->serve_lock);
     return UCS_OK;
@@ -564,7 +645,7 @@ hixl_status_t hixl_am_data_init(hixl_engine_t *engine)
     status = hixl_progress_add(engine, hixl_am_progress);
     if (status == HIXL_SUCCESS) {
         status = hixl_am_set_handler(engine, engine->ucp_worker,
-                                     HIXL_AM_READ_DATA, HIXL_AM_RECV_EAGER,
+                                     HIXL_AM_READ_DATA, 0,
                                      hixl_am_on_read_data);
     }
     if ((status == HIXL_SUCCESS) && (engine->ucp_worker_in != NULL)) {

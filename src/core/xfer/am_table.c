@@ -21,7 +21,12 @@ int hixl_am_table_read(const hixl_am_hdr_t *h, const void *payload,
         return -1;
     }
     table_len = (size_t)h->count * sizeof(hixl_am_piece_t);
-    if ((length < table_len) ||
+    /* no more than the library's own messages carry (am_proto.h): a READ
+     * names its bytes without carrying them, and its answer goes out as
+     * one message, holding the regions it reads until it is out */
+    if ((h->len > HIXL_AM_CHUNK) ||
+        (table_len + h->len > HIXL_AM_PAYLOAD_MAX) ||
+        (length < table_len) ||
         (with_data ? (length - table_len != h->len) : (length != table_len))) {
         return -1;
     }
@@ -31,7 +36,8 @@ int hixl_am_table_read(const hixl_am_hdr_t *h, const void *payload,
     t->len    = h->len;
     for (k = 0; k < t->count; ++k) {
         hixl_am_table_piece(t, k, &p);
-        /* each at most the whole, so the sum cannot wrap */
+        /* each at most the whole (at most HIXL_AM_CHUNK), so the sum
+         * cannot wrap */
         if ((p.len == 0) || (p.len > h->len)) {
             return -1;
         }

@@ -36,8 +36,10 @@ typedef enum hixl_am_side {
 } hixl_am_side_t;
 
 /* Read the table of the message h whose payload is [payload, +length):
- * the table and then (with_data) exactly h->len bytes of data.  0, or -1
- * when the message does not hold together. */
+ * the table and then (with_data) exactly h->len bytes of data, h->len at
+ * most HIXL_AM_CHUNK and table and data together at most
+ * HIXL_AM_PAYLOAD_MAX, with or without the data (a READ's answer carries
+ * them).  0, or -1 when the message does not hold together. */
 int hixl_am_table_read(const hixl_am_hdr_t *h, const void *payload,
                        size_t length, int with_data, hixl_am_table_t *t);
 

@@ -224,7 +224,7 @@ hixl_status_t hixl_am_target_init(hixl_engine_t *engine)
 
     status = hixl_am_set_handler(engine, engine->ucp_worker_in,
                                  HIXL_AM_WRITE, HIXL_AM_RECV_REPLY_EP |
-                                 HIXL_AM_RECV_EAGER | HIXL_AM_RECV_SEALED,
+                                 HIXL_AM_RECV_SEALED,
                                  hixl_am_on_write);
     if (status == HIXL_SUCCESS) {
         status = hixl_am_set_handler(engine, engine->ucp_worker_in,
