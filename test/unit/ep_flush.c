@@ -429,6 +429,36 @@ START_TEST(test_pipelined_failure_carries)
 }
 END_TEST
 
+/* The failure is not carried past the groups that were out with the
+ * failed flush: a group issued after it was called back, while one of
+ * those was still out, ends with its own flush's status. */
+START_TEST(test_pipelined_failure_ends)
+{
+    hixl_ep_flush_t *ep_flush = new_ep_flush(FLUSH_PENDING);
+    counted_t c[4];
+
+    counted_init(c, 4);
+    hixl_ep_flush_set_depth(ep_flush, 3);
+    hixl_ep_flush_add(ep_flush, &c[0].w, 0);
+    hixl_ep_flush_add(ep_flush, &c[1].w, 0);
+    complete_nth(0, UCS_ERR_IO_ERROR);         /* c0's: called back */
+    ck_assert_int_eq(c[0].status, UCS_ERR_IO_ERROR);
+    ck_assert_int_eq(atomic_load(&c[1].calls), 0);
+    hixl_ep_flush_add(ep_flush, &c[2].w, 0);   /* after it */
+    complete_nth(0, UCS_OK);                   /* c1's: out with c0's */
+    ck_assert_int_eq(atomic_load(&c[1].calls), 1);
+    ck_assert_int_eq(c[1].status, UCS_ERR_IO_ERROR);
+    hixl_ep_flush_add(ep_flush, &c[3].w, 0);
+    complete_nth(0, UCS_OK);
+    complete_nth(0, UCS_OK);
+    ck_assert_int_eq(atomic_load(&c[2].calls), 1);
+    ck_assert_int_eq(c[2].status, UCS_OK);
+    ck_assert_int_eq(atomic_load(&c[3].calls), 1);
+    ck_assert_int_eq(c[3].status, UCS_OK);
+    hixl_ep_flush_close(ep_flush, UCS_ERR_CANCELED);
+}
+END_TEST
+
 /* Close with several flushes out and waiters queued: everyone once, in
  * order, and the late completions call nobody. */
 START_TEST(test_pipelined_close)
@@ -585,6 +615,7 @@ static Suite *unit_ep_flush_suite(void)
     tcase_add_test(tc, test_pipelined_in_order);
     tcase_add_test(tc, test_pipelined_depth_full);
     tcase_add_test(tc, test_pipelined_failure_carries);
+    tcase_add_test(tc, test_pipelined_failure_ends);
     tcase_add_test(tc, test_pipelined_close);
     tcase_add_loop_test(tc, test_threads_exactly_once, 0, 2);   /* depth
                                                                    1, 7 */

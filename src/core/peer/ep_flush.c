@@ -136,17 +136,27 @@ static hixl_ep_flush_waiter_t *hixl_ep_flush_pop(hixl_ep_flush_t *ep_flush,
     if (!*popped) {
         return NULL;
     }
-    /* a later flush covers an earlier one's operations: its failure too */
-    if ((ep_flush->failed == UCS_OK) && (g->status != UCS_OK)) {
-        ep_flush->failed = g->status;
+    /* a later flush covers an earlier one's operations: a failure is
+     * carried to the groups issued while the failed flush was out, which
+     * are the ones behind it now (the ring is in issue order); a group
+     * issued after it was called back starts afresh */
+    if (g->status != UCS_OK) {
+        if (ep_flush->failed == UCS_OK) {
+            ep_flush->failed = g->status;
+        }
+        ep_flush->fail_left = ep_flush->out - 1;
+    } else if (ep_flush->failed != UCS_OK) {
+        hixl_assert(ep_flush->fail_left > 0);   /* carried to this one */
+        ep_flush->fail_left--;
     }
-    *status         = ep_flush->failed;
+    *status = ep_flush->failed;
+    if (ep_flush->fail_left == 0) {
+        ep_flush->failed = UCS_OK;
+    }
     list            = g->head;
     g->head         = g->tail = NULL;
     ep_flush->first = (ep_flush->first + 1) % HIXL_EP_FLUSH_MAX_DEPTH;
-    if (--ep_flush->out == 0) {
-        ep_flush->failed = UCS_OK;   /* what comes next starts afresh */
-    }
+    --ep_flush->out;
     if ((ep_flush->wait_head != NULL) && (ep_flush->ep != NULL)) {
         ep_flush->due = 1;   /* room for the waiters' flush */
     }

@@ -28,7 +28,8 @@
  * Groups are called back in the order their flushes were issued, each
  * after its own flush and every earlier one completed (a later flush
  * covers what the earlier ones did, and a failure of an earlier one is
- * its failure too).  So each waiter is called back only after a flush
+ * its failure too, for the groups issued while the failed flush was out;
+ * one issued after it was called back starts afresh).  So each waiter is called back only after a flush
  * posted after it was added, and where a flush completes at once (shared
  * memory, CMA), nothing ever waits.
  *
@@ -119,6 +120,7 @@ struct hixl_ep_flush {
     unsigned             first;        /* the oldest group in flight */
     unsigned             out;          /* groups in flight */
     ucs_status_t         failed;       /* of an earlier group in flight */
+    unsigned             fail_left;    /* groups out it is carried to */
     hixl_ep_flush_group_t groups[HIXL_EP_FLUSH_MAX_DEPTH];   /* a ring */
     hixl_ep_flush_waiter_t *wait_head;    /* waiting for a flush: the next
                                              group */
