@@ -29,9 +29,9 @@
  * after its own flush and every earlier one completed (a later flush
  * covers what the earlier ones did, and a failure of an earlier one is
  * its failure too, for the groups issued while the failed flush was out;
- * one issued after it was called back starts afresh).  So each waiter is called back only after a flush
- * posted after it was added, and where a flush completes at once (shared
- * memory, CMA), nothing ever waits.
+ * one issued after it was called back starts afresh).  So each waiter is
+ * called back only after a flush posted after it was added, and where a
+ * flush completes at once (shared memory, CMA), nothing ever waits.
  *
  * Exactly once: every waiter added is called back once, with the flush's
  * status or with the status given to hixl_ep_flush_close(), which settles every

@@ -350,7 +350,7 @@ static unsigned hixl_am_progress(hixl_engine_t *engine)
     return (unsigned)n;
 }
 
-/* ---- READs ------------------------------------------------------------------ */
+/* ---- READs -------------------------------------------------------------- */
 
 /* Whether the request with this handle still waits for its data
  * (am_reads.h). */
